@@ -1,0 +1,36 @@
+# PGLimits — run `make help` for the targets.
+SHELL := /bin/bash
+PY := .venv/bin/python
+PROFILE ?= quick
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help setup study test unit lint lab servers-down clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-13s\033[0m %s\n", $$1, $$2}'
+
+setup: ## install everything missing (apt, pip, server binaries); idempotent
+	@bash scripts/setup.sh
+
+study: setup ## run the study end to end for PROFILE (default quick): servers, workloads, figures, report
+	.venv/bin/pglimits smoke postgres redis sqlite
+
+test: setup ## run every test: unit, integration (real servers), notebooks
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+unit: setup ## run only the unit tests (no servers)
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+lint: setup ## ruff over the package and tests
+	.venv/bin/ruff check pglimits_core tests run_all.py
+
+lab: setup ## JupyterLab with the servers up; they stop when you quit it
+	.venv/bin/pglimits servers up --detach
+	trap '.venv/bin/pglimits servers down' EXIT; .venv/bin/jupyter lab --ip 127.0.0.1 --notebook-dir notebooks
+
+servers-down: ## stop servers left by `pglimits servers up --detach`
+	-.venv/bin/pglimits servers down
+
+clean: servers-down ## remove server data, generated datasets, raw runs and executed notebooks
+	rm -rf .pglimits data/datasets data/runs data/executed

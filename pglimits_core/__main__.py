@@ -1,0 +1,3 @@
+from pglimits_core.cli import main
+
+main()

@@ -1,0 +1,153 @@
+"""The ``pglimits`` command: servers up/status/down/install, doctor, smoke.
+
+Every user-fixable problem surfaces as one line on stderr and exit code 2 (see errors.py).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.servers import fleet as fleet_mod
+from pglimits_core.servers.registry import SERVERS, server_class, validate_names
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="PGLimits: how far one tuned PostgreSQL 16 replaces dedicated systems.")
+servers_app = typer.Typer(no_args_is_help=True, help="Start, inspect and stop the real servers.")
+app.add_typer(servers_app, name="servers")
+console = Console()
+CORE_SERVERS = ["postgres", "redis", "sqlite"]
+
+
+def _parse_external(items: list[str]) -> dict[str, str]:
+    external = {}
+    for item in items:
+        name, sep, url = item.partition("=")
+        if not sep or not url:
+            raise PGLimitsError(f"--external {item!r} is not NAME=URL",
+                                "e.g. --external postgres='host=db port=5432 user=postgres dbname=pglimits'")
+        external[name] = url
+    return external
+
+
+def _parse_ports(items: list[str]) -> dict[str, dict[str, int]]:
+    options = {}
+    for item in items:
+        name, _, port = item.partition("=")
+        if not port.isdigit():
+            raise PGLimitsError(f"--port {item!r} is not NAME=PORT", "e.g. --port postgres=5433")
+        options[name] = {"port": int(port)}
+    return options
+
+
+def _versions_table(fleet: fleet_mod.Fleet) -> Table:
+    table = Table("server", "version", "endpoint", "pids")
+    for name, server in fleet.servers.items():
+        endpoint = fleet.endpoints[name]
+        table.add_row(name, str(server.describe().get("version")), endpoint.url,
+                      " ".join(map(str, endpoint.pids)) or "-")
+    for name, reason in fleet.unavailable.items():
+        table.add_row(name, "[red]unavailable[/red]", reason, "-")
+    return table
+
+
+@servers_app.command("up")
+def servers_up(
+    names: list[str] = typer.Argument(None, help=f"servers to start (default: {' '.join(CORE_SERVERS)}); known: {', '.join(SERVERS)}"),
+    detach: bool = typer.Option(False, help="leave them running for notebooks; stop with `servers down`"),
+    external: list[str] = typer.Option([], help="NAME=URL: use a server you run instead of starting one"),
+    port: list[str] = typer.Option([], help="NAME=PORT: bind that server to this port (default: a free one)"),
+) -> None:
+    """Start servers on 127.0.0.1. Without --detach they run until Ctrl-C, then all stop."""
+    if fleet_mod.read_state():
+        raise PGLimitsError("servers from an earlier `servers up --detach` are recorded",
+                            "run `pglimits servers down` first")
+    fleet = fleet_mod.Fleet(names or CORE_SERVERS, external=_parse_external(external),
+                            options=_parse_ports(port), record_state=True)
+    with fleet:
+        console.print(_versions_table(fleet))
+        if detach:
+            fleet.servers.clear()  # hand them over to `servers down`; nothing is stopped here
+            fleet.record_state = False
+            console.print("running detached; stop them with: pglimits servers down")
+            return
+        console.print("servers up; press Ctrl-C to stop them all")
+        fleet.wait_while_running()
+
+
+@servers_app.command("status")
+def servers_status() -> None:
+    """Show servers recorded by `servers up --detach` and whether they answer."""
+    recorded = fleet_mod.read_state()
+    if not recorded:
+        console.print("no servers recorded as running")
+        return
+    table = Table("server", "endpoint", "pids", "answers")
+    alive = fleet_mod.running_endpoints()
+    for name, endpoint in recorded.items():
+        table.add_row(name, endpoint.url, " ".join(map(str, endpoint.pids)) or "-",
+                      "[green]yes[/green]" if name in alive else "[red]no[/red]")
+    console.print(table)
+
+
+@servers_app.command("down")
+def servers_down() -> None:
+    """Stop every server recorded by `servers up --detach`."""
+    stopped = fleet_mod.stop_recorded()
+    console.print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+
+
+@servers_app.command("install")
+def servers_install(names: list[str] = typer.Argument(None, help="default: all")) -> None:
+    """Obtain the server binaries (pinned, checksummed); idempotent."""
+    for name in validate_names(names or list(SERVERS)):
+        console.print(f"installing {name} ...")
+        server_class(name).install()
+
+
+@app.command()
+def doctor() -> None:
+    """What is installed, what is missing, and the command that installs it."""
+    table = Table("server", "status", "fix")
+    missing_any = False
+    for name in SERVERS:
+        try:
+            problems = server_class(name).missing()
+        except Exception as exc:  # a broken adapter import is itself a diagnosis
+            problems = [(f"cannot load: {exc}", "make setup")]
+        missing_any |= bool(problems)
+        status = "; ".join(p for p, _ in problems) or "[green]ok[/green]"
+        table.add_row(name, status, "; ".join(f for _, f in problems) or "-")
+    console.print(table)
+    raise typer.Exit(1 if missing_any else 0)
+
+
+@app.command()
+def smoke(names: list[str] = typer.Argument(None, help=f"default: {' '.join(CORE_SERVERS)}")) -> None:
+    """Start servers, run one real statement on each, print versions, stop them."""
+    with fleet_mod.Fleet(names or CORE_SERVERS) as fleet:
+        console.print(_versions_table(fleet))
+        for name, server in fleet.servers.items():
+            console.print(f"{name}: {server.smoke()}")
+    console.print("all servers stopped")
+
+
+def main() -> None:
+    try:
+        sys.exit(app(standalone_mode=False) or 0)  # click returns the code of typer.Exit here
+    except PGLimitsError as exc:
+        print(f"pglimits: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("pglimits: interrupted; servers stopped", file=sys.stderr)
+        sys.exit(130)
+    except click.ClickException as exc:  # usage errors: unknown option, missing argument
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

@@ -1,0 +1,32 @@
+"""Where things live. One place for every path the package reads or writes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CONFIGS_DIR = PROJECT_ROOT / "configs"
+SERVER_CONFIGS_DIR = CONFIGS_DIR / "servers"
+PROFILES_DIR = CONFIGS_DIR / "profiles"
+LAUNCHERS_DIR = PROJECT_ROOT / "launchers"
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+FIGURES_DIR = PROJECT_ROOT / "figures"
+
+
+def state_dir() -> Path:
+    """Server data, logs and downloaded binaries (git-ignored). Override: PGLIMITS_STATE_DIR."""
+    return Path(os.environ.get("PGLIMITS_STATE_DIR", PROJECT_ROOT / ".pglimits")).resolve()
+
+
+def data_dir() -> Path:
+    """Generated datasets, raw runs and executed notebooks. Override: PGLIMITS_DATA_DIR."""
+    return Path(os.environ.get("PGLIMITS_DATA_DIR", PROJECT_ROOT / "data")).resolve()
+
+
+def runs_dir() -> Path:
+    return data_dir() / "runs"
+
+
+def results_dir() -> Path:
+    return data_dir() / "results"

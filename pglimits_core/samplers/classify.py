@@ -1,0 +1,78 @@
+"""Is a result limited by the load generator rather than the server? (MEASURING.md)
+
+Inputs are per-second CPU series from ``HostSampler``, in **% of one core** summed over
+processes (150 = one and a half cores). The verdict uses the median of each series, because the
+first and last seconds of a phase are ramps and a single scheduler hiccup must not flip it.
+
+The rules, in order:
+
+1. **Server saturated** — the server uses ≥ ``SATURATION`` of its own ceiling (``server_cores``:
+   1 for single-threaded Redis, all cores for Postgres). The server is the limit: not
+   client-bound, whatever the client does.
+2. **Client saturated** — the workers use ≥ ``SATURATION`` of the cores they can use
+   (``client_cores``: e.g. the number of single-threaded worker processes, capped at the box).
+3. **Shared box saturated by the client** — client + server use ≥ ``SATURATION`` of all cores
+   and the client takes ≥ ``CLIENT_MAJORITY`` of that: the server has headroom it cannot get
+   because the harness holds the CPU.
+
+Anything else is not client-bound (latency-, lock- or I/O-bound, or the offered rate is below
+capacity) and the reason says which figures led there.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+
+#: fraction of a CPU ceiling counted as "saturated": per-second samples never reach 100 %
+#: (scheduler gaps, the sampler itself, other tenants on a shared VM), and 85 % is where queueing
+#: for the CPU already dominates latency
+SATURATION = 0.85
+#: on a saturated shared box, the client is the limit when it holds at least half the busy CPU:
+#: then removing harness cost would give the server more CPU than it is using now
+CLIENT_MAJORITY = 0.5
+
+
+def steady_median(series: Iterable[float | None]) -> float | None:
+    """Median of the finite values (None and NaN — e.g. a sampler's first second — dropped)."""
+    values = [v for v in series if v is not None and not math.isnan(v)]
+    return statistics.median(values) if values else None
+
+
+def classify_client_bound(
+    client_cpu_pct_series: Iterable[float | None],
+    server_cpu_pct_series: Iterable[float | None],
+    cores: int,
+    client_cores: float | None = None,
+    server_cores: float | None = None,
+) -> tuple[bool, str]:
+    """``(client_bound, reason)`` for one measured phase.
+
+    ``cores``: logical cores of the box. ``client_cores``: cores the workers can use (default
+    ``cores``; pass ``min(workers, cores)`` for single-threaded workers). ``server_cores``: the
+    server's ceiling (default ``cores``; 1 for Redis).
+    """
+    client, server = steady_median(client_cpu_pct_series), steady_median(server_cpu_pct_series)
+    if client is None or server is None:
+        return False, "no CPU samples for client or server: cannot tell"
+    client_ceiling = 100.0 * min(client_cores or cores, cores)
+    server_ceiling = 100.0 * min(server_cores or cores, cores)
+    figures = (
+        f"client {client:.0f}% of {client_ceiling:.0f}%, "
+        f"server {server:.0f}% of {server_ceiling:.0f}% (median, % of one core)"
+    )
+    if server >= SATURATION * server_ceiling:
+        return False, f"server-bound: server saturated; {figures}"
+    if client >= SATURATION * client_ceiling:
+        return True, f"client-bound: workers saturated while the server has headroom; {figures}"
+    return _shared_box_verdict(client, server, cores, figures)
+
+
+def _shared_box_verdict(client: float, server: float, cores: int, figures: str) -> tuple[bool, str]:
+    busy = client + server
+    if busy < SATURATION * 100.0 * cores:
+        return False, f"not CPU-bound: the box has idle CPU; {figures}"
+    if client >= CLIENT_MAJORITY * busy:
+        return True, f"client-bound: box saturated and the client holds most of it; {figures}"
+    return False, f"box saturated mostly by the server; {figures}"

@@ -1,0 +1,196 @@
+"""PostgreSQL 16 (+ pgvector, pgmq), started by the project from the pgserver wheel's binaries.
+
+We run ``initdb`` and ``postgres`` ourselves rather than ``pgserver.get_server()``: the latter
+disables TCP and ignores our configuration. Settings come from ``configs/servers/postgres.conf``.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pglimits_core.config import SERVER_CONFIGS_DIR, state_dir
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.servers import pg_install
+from pglimits_core.servers.base import Endpoint, Server
+from pglimits_core.servers.process import (
+    LOCALHOST, choose_port, ensure_private_dir, pid_alive, spawn, stop_process_group, wait_until,
+)
+from pglimits_core.servers.settings_file import as_dict, ledger, parse_settings
+from pglimits_core.servers.storage import directory_bytes
+
+SETTINGS_FILE = SERVER_CONFIGS_DIR / "postgres.conf"
+DATABASE = "pglimits"
+SUPERUSER = "postgres"
+EXTENSIONS = ("vector", "pgmq")
+# The settings describe() reports: the tuned ones plus those that decide durability and memory.
+REPORTED_SETTINGS = ("server_version", "listen_addresses", "port", "max_connections",
+                     "shared_buffers", "work_mem", "maintenance_work_mem", "effective_cache_size",
+                     "wal_level", "wal_compression", "wal_buffers", "max_wal_size", "min_wal_size",
+                     "checkpoint_timeout", "synchronous_commit", "fsync", "full_page_writes",
+                     "jit", "autovacuum", "autovacuum_naptime", "autovacuum_vacuum_cost_limit",
+                     "autovacuum_vacuum_cost_delay", "autovacuum_vacuum_scale_factor",
+                     "autovacuum_max_workers", "huge_pages", "track_io_timing")
+
+
+def dsn_for(port: int, host: str = LOCALHOST, dbname: str = DATABASE) -> str:
+    return f"host={host} port={port} user={SUPERUSER} dbname={dbname} connect_timeout=5"
+
+
+class PostgresServer(Server):
+    """PostgreSQL 16.2 with the tuned settings; ``settings={...}`` overrides single keys."""
+
+    name = "postgres"
+
+    def __init__(self, data_dir: Path | None = None, port: int | None = None,
+                 settings: dict[str, str] | None = None, start_timeout_s: float = 60, **options: Any):
+        super().__init__(data_dir, port, **options)
+        self.overrides = dict(settings or {})
+        self.start_timeout_s = start_timeout_s
+        self.fallbacks: dict[str, str] = {}
+        self._process: subprocess.Popen | None = None
+
+    # --- obtaining -----------------------------------------------------------------------
+    @classmethod
+    def install(cls) -> None:
+        pg_install.install_pgmq_extension(pg_install.locate_install())
+        pg_install.ensure_os_user()
+
+    @classmethod
+    def missing(cls) -> list[tuple[str, str]]:
+        try:
+            pg_install.locate_install()
+            pg_install.pgmq_source()
+        except PGLimitsError as exc:
+            return [(exc.problem, "make setup")]
+        return []
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> Endpoint:
+        install = pg_install.locate_install()
+        pg_install.install_pgmq_extension(install)
+        user = pg_install.ensure_os_user()
+        port = choose_port(self.requested_port, self.name)
+        pgdata = self._prepare_data_dir(install, user)
+        self._process = spawn(self._postgres_argv(install, pgdata, port), self.log_path, user=user)
+        self.endpoint = Endpoint(self.name, dsn_for(port), port=port, pids=(self._process.pid,),
+                                 extra={"data_dir": str(self.data_dir),
+                                        "stop_signal": int(signal.SIGINT)})
+        try:
+            wait_until(self.health, self.start_timeout_s, "PostgreSQL", self.log_path,
+                       alive=lambda: self._process.poll() is None)
+            self._create_database_and_extensions()
+        except BaseException:
+            self.stop()
+            raise
+        return self.endpoint
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "postgres.log"
+
+    def _prepare_data_dir(self, install: pg_install.PgInstall, user: str | None) -> Path:
+        ensure_private_dir(state_dir())
+        ensure_private_dir(self.data_dir)
+        pg_install.chown_to(self.data_dir, user)
+        pg_install.grant_traverse(self.data_dir, user)
+        pg_install.grant_traverse(install.bin / "postgres", user)
+        pgdata = self.data_dir / "pgdata"
+        self._refuse_if_running(pgdata)
+        if not (pgdata / "PG_VERSION").exists():
+            self._initdb(install, pgdata, user)
+        return pgdata
+
+    def _refuse_if_running(self, pgdata: Path) -> None:
+        pid_file = pgdata / "postmaster.pid"
+        if pid_file.exists():
+            pid = int(pid_file.read_text().split()[0])
+            if pid_alive(pid):
+                raise PGLimitsError(f"PostgreSQL is already running on {pgdata} (pid {pid})",
+                                    "run `pglimits servers down` first")
+
+    def _initdb(self, install: pg_install.PgInstall, pgdata: Path, user: str | None) -> None:
+        # trust auth is safe here only because the server listens on 127.0.0.1 and a 0700 socket dir
+        argv = [install.tool("initdb"), "-D", str(pgdata), "-U", SUPERUSER, "--auth=trust",
+                "-E", "UTF8", "--locale=C", "--no-instructions"]
+        result = subprocess.run(argv, capture_output=True, text=True, user=user)
+        if result.returncode != 0:
+            raise PGLimitsError(f"initdb failed: {result.stderr.strip().splitlines()[-1:]}",
+                                f"remove {pgdata} and retry, or check disk space")
+
+    def effective_settings(self, install: pg_install.PgInstall) -> dict[str, str]:
+        """The committed settings, overrides applied, with build fallbacks recorded."""
+        settings = {**as_dict(parse_settings(SETTINGS_FILE)), **self.overrides}
+        if settings.get("wal_compression") == "lz4" and not install.has_lz4():
+            settings["wal_compression"] = "pglz"
+            self.fallbacks["wal_compression"] = "lz4 requested; this build lacks lz4, used pglz"
+        return settings
+
+    def _postgres_argv(self, install: pg_install.PgInstall, pgdata: Path, port: int) -> list[str]:
+        settings = {**self.effective_settings(install), "listen_addresses": LOCALHOST,
+                    "port": str(port), "unix_socket_directories": str(self.data_dir)}
+        argv = [install.tool("postgres"), "-D", str(pgdata)]
+        for key, value in settings.items():
+            argv += ["-c", f"{key}={value}"]
+        return argv
+
+    def _create_database_and_extensions(self) -> None:
+        with psycopg.connect(dsn_for(self.endpoint.port, dbname="postgres"), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
+            if not exists:
+                conn.execute(f"CREATE DATABASE {DATABASE}")
+        with psycopg.connect(self.endpoint.url, autocommit=True) as conn:
+            for extension in EXTENSIONS:
+                conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
+
+    def health(self) -> bool:
+        return self.endpoint is not None and self.probe(dsn_for(self.endpoint.port, dbname="postgres"))
+
+    @staticmethod
+    def probe(url: str) -> bool:
+        try:
+            with psycopg.connect(url, connect_timeout=2) as conn:
+                return conn.execute("SELECT 1").fetchone() == (1,)
+        except psycopg.Error:
+            return False
+
+    def describe(self) -> dict[str, Any]:
+        description = self.describe_url(self.endpoint.url)
+        description["settings"]["fallbacks"] = dict(self.fallbacks)
+        description["settings"]["tuning_ledger"] = ledger(parse_settings(SETTINGS_FILE))
+        return description
+
+    @staticmethod
+    def describe_url(url: str) -> dict[str, Any]:
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT name, current_setting(name) FROM pg_settings "
+                                "WHERE name = ANY(%s) ORDER BY name", (list(REPORTED_SETTINGS),)).fetchall()
+            version = conn.execute("SHOW server_version").fetchone()[0]
+            extensions = dict(conn.execute("SELECT extname, extversion FROM pg_extension").fetchall())
+        return {"version": version, "settings": {**dict(rows), "extensions": extensions}}
+
+    def smoke(self) -> str:
+        with psycopg.connect(self.endpoint.url, autocommit=True) as conn:
+            conn.execute("CREATE TEMP TABLE smoke_items (id int, v vector(3))")
+            conn.execute("INSERT INTO smoke_items VALUES (1, '[1,0,0]'), (2, '[0,1,0]'), (3, '[0,0,1]')")
+            conn.execute("CREATE INDEX ON smoke_items USING hnsw (v vector_l2_ops)")
+            nearest = conn.execute("SELECT id FROM smoke_items ORDER BY v <-> '[0.9,0.1,0]' LIMIT 1").fetchone()[0]
+            conn.execute("SELECT pgmq.create('smoke')")
+            conn.execute("""SELECT pgmq.send('smoke', '{"hello": "pgmq"}')""")
+            message = conn.execute("SELECT message FROM pgmq.read('smoke', 30, 1)").fetchone()[0]
+            conn.execute("SELECT pgmq.drop_queue('smoke')")
+        return f"pgvector HNSW nearest id={nearest}; pgmq send/read -> {message}"
+
+    def storage_bytes(self) -> int:
+        return directory_bytes(self.data_dir / "pgdata")
+
+    def stop(self) -> None:
+        # SIGINT to the postmaster is PostgreSQL's "fast" shutdown: roll back and exit cleanly
+        if self._process is not None:
+            stop_process_group(self._process.pid, grace_s=30, sig=signal.SIGINT)
+            self._process.wait(timeout=5)
+            self._process = None

@@ -1,0 +1,146 @@
+"""Process plumbing shared by every server the project starts itself.
+
+Every server runs in its own process group (``start_new_session``) so that stopping it kills
+its children too, and so that a Ctrl-C aimed at the terminal's foreground group does not reach
+it before the fleet has a chance to stop it in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import psutil
+
+from pglimits_core.errors import PGLimitsError
+
+LOCALHOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (chosen by the kernel)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOCALHOST, 0))
+        return sock.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((LOCALHOST, port))
+        except OSError:
+            return False
+        return True
+
+
+def choose_port(requested: int | None, system: str) -> int:
+    """The requested port if it is free (error naming the fix if not), else a free one."""
+    if requested is None:
+        return free_port()
+    if not 1 <= requested <= 65535:
+        raise PGLimitsError(f"{system}: port {requested} is out of range", "use 1-65535 or omit --port")
+    if not port_is_free(requested):
+        raise PGLimitsError(
+            f"{system}: port {requested} on {LOCALHOST} is already in use",
+            "stop what listens there (ss -ltnp) or omit the port to pick a free one",
+        )
+    return requested
+
+
+def port_accepts(port: int, host: str = LOCALHOST, timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def tail(path: Path, lines: int = 12) -> str:
+    """The last lines of a log file, for error messages ('' if there is no log)."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None,
+          cwd: Path | None = None, user: str | None = None) -> subprocess.Popen:
+    """Start a server process in its own session, stdout+stderr appended to ``log_path``.
+
+    ``user`` runs it as that OS user (needs root), exec'd directly so the pid is the server's.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, cwd=cwd, start_new_session=True, user=user,
+        )
+
+
+def wait_until(ready: Callable[[], bool], timeout_s: float, what: str, log_path: Path | None = None,
+               alive: Callable[[], bool] | None = None, poll_s: float = 0.1) -> None:
+    """Poll ``ready`` until true; raise with the log tail if the process died or time ran out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if alive is not None and not alive():
+            raise PGLimitsError(f"{what} exited during start-up; last log lines:\n{_tail_of(log_path)}",
+                                f"read the full log at {log_path}")
+        time.sleep(poll_s)
+    raise PGLimitsError(f"{what} did not become ready within {timeout_s:.0f}s; last log lines:\n"
+                        f"{_tail_of(log_path)}", f"read the full log at {log_path}")
+
+
+def _tail_of(log_path: Path | None) -> str:
+    return tail(log_path) if log_path else "(no log)"
+
+
+def process_tree(pid: int) -> list[psutil.Process]:
+    """The process and all its descendants that are alive now."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def stop_process_group(pid: int, grace_s: float = 10.0, sig: int = signal.SIGTERM) -> None:
+    """Signal a server's process group, wait up to ``grace_s``, then SIGKILL what is left."""
+    procs = process_tree(pid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(os.getpgid(pid), sig)
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=5)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` with mode 0700 (server data is nobody else's business)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o700)
+    except OSError as exc:
+        raise PGLimitsError(f"cannot create data directory {path}: {exc.strerror}",
+                            "point PGLIMITS_STATE_DIR at a writable directory") from exc
+    if not os.access(path, os.W_OK):
+        raise PGLimitsError(f"data directory {path} is not writable",
+                            "fix its permissions or set PGLIMITS_STATE_DIR")
+    return path

