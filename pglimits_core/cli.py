@@ -137,6 +137,31 @@ def smoke(names: list[str] = typer.Argument(None, help=f"default: {' '.join(CORE
     console.print("all servers stopped")
 
 
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (print measured figures; not tests).")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("harness")
+def bench_harness(
+    clients: int = typer.Option(8, min=1, help="concurrent clients on both sides"),
+    duration: int = typer.Option(10, min=1, help="seconds per side"),
+    batch: list[int] = typer.Option([1, 10], help="delete-mode claim batch sizes"),
+) -> None:
+    """Harness vs pgbench (SKIP LOCKED delete-mode) and vs redis-benchmark (LMOVE)."""
+    from pglimits_core.studies import harness_bench as hb
+
+    table = Table("operation", "clients", "harness /s", "C tool", "C tool /s", "harness / C tool")
+    with fleet_mod.Fleet(["postgres", "redis"]) as fleet:
+        rows = [hb.compare_postgres(fleet.endpoints["postgres"], clients, duration, b) for b in batch]
+        rows.append(hb.compare_redis(fleet.endpoints["redis"], clients, duration))
+    for row in rows:
+        table.add_row(row.what, str(row.clients), f"{row.harness_per_s:,.0f}", row.tool,
+                      f"{row.tool_per_s:,.0f}", f"{row.ratio:.2f}")
+    console.print(table)
+    for row in rows:
+        console.print(f"- {row.what}: {row.note}")
+
+
 def main() -> None:
     try:
         sys.exit(app(standalone_mode=False) or 0)  # click returns the code of typer.Exit here

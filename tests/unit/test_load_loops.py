@@ -3,8 +3,15 @@
 import pytest
 
 from pglimits_core.load.clock import ManualClock
-from pglimits_core.load.loops import (ENDED_BY_DURATION, ENDED_BY_MAX_OPS, ENDED_BY_STOP,
-                                      Executor, TooManyErrors, run_closed_loop, run_open_loop)
+from pglimits_core.load.loops import (
+    ENDED_BY_DURATION,
+    ENDED_BY_MAX_OPS,
+    ENDED_BY_STOP,
+    Executor,
+    TooManyErrors,
+    run_closed_loop,
+    run_open_loop,
+)
 from pglimits_core.load.operation import OpOutcome
 from pglimits_core.load.schedule import Window, intended_starts
 from pglimits_core.record.recorder import Recorder

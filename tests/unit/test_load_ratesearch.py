@@ -34,7 +34,7 @@ def test_finds_the_knee_within_tolerance(knee):
 def test_every_unsustainable_point_says_why():
     result = search_rate(synthetic_system(500, []), SLO, start_rate=100, max_probes=10)
     reasons = [p.failed for p in result.curve if p.failed]
-    assert reasons and all("achieved" in reason for reason in reasons)
+    assert reasons and all("achieved" in r or "p99" in r for r in reasons)
     p99_only = Slo(p99_bound_us=5_000).failure(PointResult(100, 100, 10, 9_000))
     assert "p99" in p99_only
     assert "too few" in SLO.failure(PointResult(100, 100, None, None))

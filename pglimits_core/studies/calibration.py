@@ -1,0 +1,73 @@
+"""Harness ceiling: the no-op round trip rate of this harness against each system.
+
+Stored in every manifest so a reader can see how close a figure came to the harness's own
+limit (MEASURING.md: a client-bound number is not a claim about the server).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, run_load
+from pglimits_core.record.summary import build_summary
+from pglimits_core.samplers import HostSampler, SamplerSet, classify_client_bound
+from pglimits_core.samplers.classify import steady_median
+from pglimits_core.studies.noop_ops import NOOP_OPS
+
+
+@dataclass
+class ClosedLoopMeasure:
+    """Measured-phase items/s, its summary entry, and the client/server CPU verdict."""
+
+    items_per_s: float
+    entry: Any
+    client_cpu_pct: float | None
+    server_cpu_pct: float | None
+    client_bound: bool
+    client_bound_reason: str
+
+
+def closed_loop_rate(operation: Any, workers: int, duration_s: float, warmup_s: float = 1.0,
+                     server_pids: tuple[int, ...] = (), seed: int = 0) -> ClosedLoopMeasure:
+    """Run ``operation`` closed-loop on ``workers`` processes while sampling host CPU."""
+    spec = RunSpec(phases=[Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)],
+                   roles=[Role("client", operation, workers=workers, loop=ClosedLoop(idle_sleep_s=0))],
+                   seed=seed, start_method="fork")
+    host = HostSampler(client_pids=_my_children, server_pids=lambda: list(server_pids))
+    with SamplerSet([host]) as samplers:
+        result = run_load(spec)
+    if result.status != "complete":
+        raise PGLimitsError(f"calibration run failed: {result.error}", "check the server log")
+    entry = next(e for e in build_summary(result, "calibration").entries if e.phase == "measure")
+    return _with_cpu_verdict(entry, samplers.dataframe(), workers)
+
+
+def _my_children() -> list[int]:
+    return [child.pid for child in psutil.Process().children(recursive=True)]
+
+
+def _with_cpu_verdict(entry: Any, host: Any, workers: int) -> ClosedLoopMeasure:
+    client = list(host.get("client_cpu_pct", []))
+    server = list(host.get("server_cpu_pct", []))
+    bound, reason = classify_client_bound(client, server, cores=psutil.cpu_count(),
+                                          client_cores=min(workers, psutil.cpu_count()))
+    return ClosedLoopMeasure(entry.items_per_s, entry, steady_median(client), steady_median(server),
+                             bound, reason)
+
+
+def harness_ceiling(system: str, url: str, workers: int = 1, duration_s: float = 2.0) -> dict[str, Any]:
+    """``{"op", "workers", "ops_per_s", "p50_us", "p99_us"}`` of the system's no-op round trip."""
+    try:
+        operation = NOOP_OPS[system](url)
+    except KeyError:
+        raise PGLimitsError(f"no harness ceiling operation for {system!r}",
+                            f"add one to NOOP_OPS in {__name__.rsplit('.', 1)[0]}.noop_ops") from None
+    measured = closed_loop_rate(operation, workers, duration_s)
+    service = measured.entry.latencies.get("service_time")
+    return {"op": operation.name, "workers": workers, "duration_s": duration_s,
+            "ops_per_s": round(measured.items_per_s, 1), "client_cpu_pct": measured.client_cpu_pct,
+            "p50_us": service.p50_us if service else None, "p99_us": service.p99_us if service else None}

@@ -1,0 +1,107 @@
+"""The queue adapter contract: verbs only, no timing (the driver in ``load/`` owns the clock).
+
+Lifecycle, as the driver uses it: the adapter object is built in the parent (``__init__`` only
+stores configuration, so it pickles), then in each worker process ``open()`` connects,
+the verbs run, and ``close()`` disconnects. ``setup()``/``reset()`` run once per run from the
+parent (open first). Delivery is at-least-once with ack for every system except the
+Postgres delete-mode variant, which is at-most-once by design; ``describe()`` says which.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Message:
+    """A claimed message: the system's own id (what ``ack``/``nack`` take) and the payload."""
+
+    id: Any
+    payload: bytes
+
+
+def default_worker_id() -> str:
+    """Unique per opened adapter: made in ``open()`` so workers forked from one template differ."""
+    return f"w{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class QueueAdapter(abc.ABC):
+    """One system (and variant) behind the queue verbs.
+
+    ``url`` is the endpoint's url (libpq DSN, ``redis://`` URL, SQLite file path); ``options``
+    are the variant options the registry validated (``batch`` is the claim size a driver uses).
+    """
+
+    system: str = ""
+
+    def __init__(self, url: str, **options: Any):
+        self.url = url
+        self.options = options
+        self.batch = int(options.get("batch", 1))
+        self.worker_id = options.get("worker_id")
+
+    # --- connection -------------------------------------------------------------------
+    def open(self) -> None:
+        """Connect; runs inside the worker process."""
+        if not self.worker_id:
+            self.worker_id = default_worker_id()
+        self._connect()
+
+    @abc.abstractmethod
+    def _connect(self) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> QueueAdapter:
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- schema -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def setup(self) -> None:
+        """Create the queue (tables, indexes, extension queue); safe to call twice."""
+
+    @abc.abstractmethod
+    def reset(self) -> None:
+        """Empty the queue: pending, claimed and delayed messages all gone."""
+
+    # --- verbs --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def enqueue(self, payloads: list[bytes]) -> list[Any]:
+        """Send a batch (one statement/command/transaction where the system allows); their ids."""
+
+    @abc.abstractmethod
+    def claim(self, n: int) -> list[Message]:
+        """Claim up to ``n`` visible messages; [] when none is visible."""
+
+    @abc.abstractmethod
+    def ack(self, ids: list[Any]) -> None:
+        """Mark claimed messages done (deleted/archived); they never come back."""
+
+    @abc.abstractmethod
+    def nack(self, ids: list[Any], delay_s: float | None = None) -> None:
+        """Release claimed messages; visible again after ``delay_s`` (None = the system's policy)."""
+
+    @abc.abstractmethod
+    def depth(self) -> int:
+        """Messages not yet acknowledged: pending + claimed (+ delayed)."""
+
+    # --- reporting ----------------------------------------------------------------------
+    @abc.abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Variant, batch size, durability and delivery semantics, the exact SQL/commands."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counters the adapter keeps itself (e.g. SQLite busy waits); {} when none."""
+        return {}
+
+    def base_description(self, **extra: Any) -> dict[str, Any]:
+        return {"system": self.system, "batch": self.batch, "options": dict(self.options), **extra}

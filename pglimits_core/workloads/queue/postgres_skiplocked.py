@@ -1,0 +1,138 @@
+"""Hand-rolled Postgres queue with ``FOR UPDATE SKIP LOCKED``: two-phase and delete-mode.
+
+Two-phase (as the source study): claim = UPDATE ... RETURNING, committed; ack = DELETE,
+committed — at-least-once. Delete-mode: claim and ack are one DELETE ... RETURNING, so a
+consumer that dies after claiming loses the job — at-most-once, and ``ack()`` is a no-op.
+The SQL is module constants because the pgbench cross-check runs the same statements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pglimits_core.workloads.queue.base import Message
+from pglimits_core.workloads.queue.postgres_base import PostgresQueueBase
+
+TABLE = "jobs"
+
+SCHEMA_SQL = [
+    f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+    id          bigserial PRIMARY KEY,
+    payload     bytea NOT NULL,
+    visible_at  timestamptz NOT NULL DEFAULT now(),
+    claimed_at  timestamptz,
+    claimed_by  text,
+    attempts    integer NOT NULL DEFAULT 0,
+    enqueued_at timestamptz NOT NULL DEFAULT now()
+)""",
+    # Claims walk unclaimed rows in id order; a partial index keeps claimed rows out of the walk.
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_unclaimed ON {TABLE} (id) WHERE claimed_at IS NULL",
+]
+
+ENQUEUE_SQL = f"INSERT INTO {TABLE} (payload) SELECT unnest(%s::bytea[]) RETURNING id"
+
+CLAIM_SQL = f"""UPDATE {TABLE}
+SET claimed_at = now(), claimed_by = %s, attempts = attempts + 1
+WHERE id IN (
+    SELECT id FROM {TABLE}
+    WHERE claimed_at IS NULL AND visible_at <= now()
+    ORDER BY id
+    LIMIT %s
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, payload"""
+
+ACK_SQL = f"DELETE FROM {TABLE} WHERE id = ANY(%s::bigint[])"
+
+NACK_SQL = f"""UPDATE {TABLE}
+SET claimed_at = NULL, claimed_by = NULL, visible_at = now() + make_interval(secs => %s)
+WHERE id = ANY(%s::bigint[])"""
+
+DELETE_CLAIM_SQL = f"""DELETE FROM {TABLE}
+WHERE id IN (
+    SELECT id FROM {TABLE}
+    WHERE claimed_at IS NULL AND visible_at <= now()
+    ORDER BY id
+    LIMIT %s
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, payload"""
+
+# Delete-mode has no claimed row to release, so a nack re-inserts the job, delayed.
+REQUEUE_SQL = f"""INSERT INTO {TABLE} (payload, visible_at)
+SELECT unnest(%s::bytea[]), now() + make_interval(secs => %s) RETURNING id"""
+
+DEPTH_SQL = f"SELECT count(*) FROM {TABLE}"
+RESET_SQL = f"TRUNCATE {TABLE}"
+
+DEFAULT_NACK_DELAY_S = 1.0
+
+
+class SkipLockedQueue(PostgresQueueBase):
+    """Two-phase: claim commits ``claimed_at``/``claimed_by``, ack commits the DELETE."""
+
+    system = "pg_skiplocked"
+
+    def setup(self) -> None:
+        self.run_script(SCHEMA_SQL)
+
+    def reset(self) -> None:
+        self.run(RESET_SQL)
+
+    def enqueue(self, payloads: list[bytes]) -> list[int]:
+        return [row[0] for row in self.rows(ENQUEUE_SQL, (payloads,))]
+
+    def claim(self, n: int) -> list[Message]:
+        return [Message(i, bytes(p)) for i, p in self.rows(CLAIM_SQL, (self.worker_id, n))]
+
+    def ack(self, ids: list[int]) -> None:
+        if ids:
+            self.run(ACK_SQL, (list(ids),))
+
+    def nack(self, ids: list[int], delay_s: float | None = None) -> None:
+        if ids:
+            self.run(NACK_SQL, (_delay(delay_s), list(ids)))
+
+    def depth(self) -> int:
+        return self.rows(DEPTH_SQL)[0][0]
+
+    def describe(self) -> dict[str, Any]:
+        return self.base_description(
+            variant="two-phase", delivery="at-least-once (claim commit, then ack commit)",
+            sql={"schema": SCHEMA_SQL, "enqueue": ENQUEUE_SQL, "claim": CLAIM_SQL,
+                 "ack": ACK_SQL, "nack": NACK_SQL})
+
+
+class DeleteModeQueue(SkipLockedQueue):
+    """Claim-and-ack in one DELETE ... RETURNING; the same table and enqueue as two-phase."""
+
+    system = "pg_delete"
+
+    def open(self) -> None:
+        super().open()
+        self._last_claimed: dict[int, bytes] = {}
+
+    def claim(self, n: int) -> list[Message]:
+        claimed = [Message(i, bytes(p)) for i, p in self.rows(DELETE_CLAIM_SQL, (n,))]
+        # Kept only so nack() can re-insert what it already deleted.
+        self._last_claimed = {m.id: m.payload for m in claimed}
+        return claimed
+
+    def ack(self, ids: list[int]) -> None:
+        """Nothing to do: the claim already deleted (and committed) the jobs."""
+
+    def nack(self, ids: list[int], delay_s: float | None = None) -> None:
+        payloads = [self._last_claimed.pop(i) for i in ids if i in self._last_claimed]
+        if payloads:
+            self.run(REQUEUE_SQL, (payloads, _delay(delay_s)))
+
+    def describe(self) -> dict[str, Any]:
+        return self.base_description(
+            variant="delete-mode",
+            delivery="at-most-once (claim deletes; a consumer crash loses its jobs)",
+            sql={"schema": SCHEMA_SQL, "enqueue": ENQUEUE_SQL, "claim": DELETE_CLAIM_SQL,
+                 "ack": None, "nack": REQUEUE_SQL})
+
+
+def _delay(delay_s: float | None) -> float:
+    return DEFAULT_NACK_DELAY_S if delay_s is None else float(delay_s)

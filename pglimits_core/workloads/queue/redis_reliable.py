@@ -1,0 +1,165 @@
+"""Redis reliable queue: LPUSH, LMOVE into a per-consumer processing list, LREM on ack.
+
+Ids are the payloads' own ids (Redis lists have none); the adapter keeps its in-flight
+payloads so ack/nack can LREM the exact value. ``pipeline`` = how many commands go in one
+round trip: 1 is the unpipelined variant (every LMOVE/LREM its own round trip), e.g. 16 the
+pipelined one. Enqueue is always one LPUSH with all values.
+
+Nack: LREM from the processing list + ZADD into a delayed zset scored by the due time; a
+consumer promotes due messages back to the queue with one Lua script (atomic ZRANGEBYSCORE +
+LPUSH + ZREM) at most every ``PROMOTE_EVERY_S`` — a bounded extra command rate, not one per
+claim. Durability is whatever the server's persistence settings say (describe() reports them).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis
+import redis.utils
+
+from pglimits_core.datasets.messages import message_id
+from pglimits_core.workloads.queue.base import Message, QueueAdapter
+
+DEFAULT_KEY = "pglimits:queue"
+PROMOTE_EVERY_S = 0.05
+PROMOTE_SCRIPT = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 100)
+if #due > 0 then
+  redis.call('RPUSH', KEYS[2], unpack(due))
+  redis.call('ZREM', KEYS[1], unpack(due))
+end
+return #due
+"""
+COMMANDS = {"enqueue": "LPUSH queue v1 .. vN",
+            "claim": "LMOVE queue processing:<worker> RIGHT LEFT (x n, `pipeline` per round trip)",
+            "ack": "LREM processing:<worker> 1 payload (x n, `pipeline` per round trip)",
+            "nack": "LREM processing:<worker> 1 payload + ZADD delayed <due> payload; "
+                    "promote: EVAL ZRANGEBYSCORE/RPUSH/ZREM",
+            "depth": "LLEN queue + LLEN each processing list + ZCARD delayed"}
+
+
+class RedisReliableQueue(QueueAdapter):
+    system = "redis_reliable"
+
+    def __init__(self, url: str, **options: Any):
+        super().__init__(url, **options)
+        self.key = options.get("key", DEFAULT_KEY)
+        self.depth_per_trip = int(options.get("pipeline", 1))
+        self.delayed_key = f"{self.key}:delayed"
+        self.consumers_key = f"{self.key}:consumers"
+        self.client: redis.Redis | None = None
+
+    def _connect(self) -> None:
+        self.client = redis.Redis.from_url(self.url)
+        self.processing_key = f"{self.key}:processing:{self.worker_id}"
+        self.in_flight: dict[str, bytes] = {}
+        self._promote = self.client.register_script(PROMOTE_SCRIPT)
+        self._next_promote = 0.0
+        # Registered so depth() and reset() find this consumer's processing list.
+        self.client.sadd(self.consumers_key, self.processing_key)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def setup(self) -> None:
+        """Lists need no schema; only this consumer's processing list is registered."""
+        self.client.sadd(self.consumers_key, self.processing_key)
+
+    def reset(self) -> None:
+        keys = list(self.client.scan_iter(match=f"{self.key}*", count=1000))
+        if keys:
+            self.client.delete(*keys)
+        self.setup()
+
+    def enqueue(self, payloads: list[bytes]) -> list[str]:
+        if payloads:
+            self.client.lpush(self.key, *payloads)
+        return [message_id(p) for p in payloads]
+
+    def claim(self, n: int) -> list[Message]:
+        self._promote_due()
+        # Unpipelined, a batch stops at the first empty LMOVE; pipelined, empties come back as None.
+        claimed = []
+        for chunk in _chunks(n, self.depth_per_trip):
+            got = [p for p in self._lmove(chunk) if p is not None]
+            claimed += got
+            if len(got) < chunk:
+                break
+        messages = [Message(message_id(p), p) for p in claimed]
+        self.in_flight.update((m.id, m.payload) for m in messages)
+        return messages
+
+    def ack(self, ids: list[str]) -> None:
+        self._send([("lrem", (self.processing_key, 1, self.in_flight.pop(i))) for i in ids
+                    if i in self.in_flight])
+
+    def nack(self, ids: list[str], delay_s: float | None = None) -> None:
+        due = time.time() + (1.0 if delay_s is None else float(delay_s))
+        payloads = [self.in_flight.pop(i) for i in ids if i in self.in_flight]
+        if not payloads:
+            return
+        self.client.zadd(self.delayed_key, dict.fromkeys(payloads, due))
+        self._send([("lrem", (self.processing_key, 1, p)) for p in payloads])
+
+    def depth(self) -> int:
+        processing = self.client.smembers(self.consumers_key)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.llen(self.key)
+        pipe.zcard(self.delayed_key)
+        for key in processing:
+            pipe.llen(key)
+        return sum(pipe.execute())
+
+    def describe(self) -> dict[str, Any]:
+        info = self.client.info("persistence")
+        return self.base_description(
+            variant="pipelined" if self.depth_per_trip > 1 else "unpipelined",
+            pipeline_depth=self.depth_per_trip,
+            client=f"redis-py {redis.__version__}",
+            hiredis=self._assert_hiredis(),
+            durability=f"aof_enabled={info.get('aof_enabled')}, rdb_bgsave_in_progress="
+                       f"{info.get('rdb_bgsave_in_progress')} (see server settings: save/appendfsync)",
+            delivery="at-least-once (processing list holds claimed messages until LREM)",
+            commands=COMMANDS)
+
+    # --- helpers -----------------------------------------------------------------------
+    def _lmove(self, count: int) -> list[bytes | None]:
+        if count == 1:
+            return [self.client.lmove(self.key, self.processing_key, "RIGHT", "LEFT")]
+        pipe = self.client.pipeline(transaction=False)
+        for _ in range(count):
+            pipe.lmove(self.key, self.processing_key, "RIGHT", "LEFT")
+        return pipe.execute()
+
+    def _send(self, commands: list[tuple[str, tuple]]) -> None:
+        """Run commands, ``pipeline`` of them per round trip."""
+        for start in range(0, len(commands), self.depth_per_trip):
+            chunk = commands[start:start + self.depth_per_trip]
+            if len(chunk) == 1:
+                getattr(self.client, chunk[0][0])(*chunk[0][1])
+                continue
+            pipe = self.client.pipeline(transaction=False)
+            for name, args in chunk:
+                getattr(pipe, name)(*args)
+            pipe.execute()
+
+    def _promote_due(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_promote:
+            self._next_promote = now + PROMOTE_EVERY_S
+            self._promote(keys=[self.delayed_key, self.key], args=[time.time()])
+
+    @staticmethod
+    def _assert_hiredis() -> bool:
+        # Without hiredis redis-py's pure-Python parser is the bottleneck, not Redis.
+        if not redis.utils.HIREDIS_AVAILABLE:
+            raise RuntimeError("hiredis is not installed: redis-py would measure its own parser")
+        return True
+
+
+def _chunks(total: int, size: int) -> list[int]:
+    return [min(size, total - start) for start in range(0, total, size)]
