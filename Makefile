@@ -14,7 +14,7 @@ setup: ## install everything missing (apt, pip, server binaries); idempotent
 	@bash scripts/setup.sh
 
 study: setup ## run the study end to end for PROFILE (default quick): servers, workloads, figures, report
-	.venv/bin/pglimits smoke postgres redis sqlite
+	$(PY) run_all.py --profile $(PROFILE)
 
 test: setup ## run every test: unit, integration (real servers), notebooks
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -8,7 +8,14 @@ from collections import Counter
 import pytest
 
 from pglimits_core.datasets.messages import (
-    ENQ_WIDTH, SIZE_MIX, MessageGenerator, build_payload, decode, message_id, stamp, stamp_batch,
+    ENQ_WIDTH,
+    SIZE_MIX,
+    MessageGenerator,
+    build_payload,
+    decode,
+    message_id,
+    stamp,
+    stamp_batch,
 )
 
 

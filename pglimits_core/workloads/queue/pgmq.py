@@ -75,7 +75,8 @@ class PgmqQueue(PostgresQueueBase):
     def describe(self) -> dict[str, Any]:
         version = self.rows("SELECT extversion FROM pg_extension WHERE extname = 'pgmq'")
         return self.base_description(
-            variant=f"pgmq-{self.mode}", queue=self.queue, visibility_timeout_s=self.vt_s,
+            variant=f"pgmq-{self.mode}", queue=self.queue,
+            tables=[f"q_{self.queue}", f"a_{self.queue}"],  # relnames in schema pgmq (samplers) visibility_timeout_s=self.vt_s,
             pgmq_version=version[0][0] if version else None,
             delivery=f"at-least-once (read hides for vt={self.vt_s}s; ack = pgmq.{self.mode})",
             payload_note="stored as jsonb: claimed payloads are the normalised JSON text",

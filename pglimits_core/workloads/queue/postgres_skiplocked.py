@@ -98,7 +98,7 @@ class SkipLockedQueue(PostgresQueueBase):
 
     def describe(self) -> dict[str, Any]:
         return self.base_description(
-            variant="two-phase", delivery="at-least-once (claim commit, then ack commit)",
+            variant="two-phase", tables=[TABLE], delivery="at-least-once (claim commit, then ack commit)",
             sql={"schema": SCHEMA_SQL, "enqueue": ENQUEUE_SQL, "claim": CLAIM_SQL,
                  "ack": ACK_SQL, "nack": NACK_SQL})
 
@@ -128,7 +128,7 @@ class DeleteModeQueue(SkipLockedQueue):
 
     def describe(self) -> dict[str, Any]:
         return self.base_description(
-            variant="delete-mode",
+            variant="delete-mode", tables=[TABLE],
             delivery="at-most-once (claim deletes; a consumer crash loses its jobs)",
             sql={"schema": SCHEMA_SQL, "enqueue": ENQUEUE_SQL, "claim": DELETE_CLAIM_SQL,
                  "ack": None, "nack": REQUEUE_SQL})

@@ -1,0 +1,130 @@
+"""Queue study tables: throughput per consumer count, latency at matched rates, the cliff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pglimits_core.analysis.runs import entry_rows, load_records
+from pglimits_core.load.ratesearch import PointResult, Slo
+
+
+COLUMNS = ("run_id", "experiment", "variant", "role", "consumers")
+
+
+def queue_frame(runs_root: Path | None = None) -> pd.DataFrame:
+    frame = entry_rows(load_records("queue", runs_root))
+    return frame if not frame.empty else pd.DataFrame(columns=list(COLUMNS))
+
+
+def throughput_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Median jobs/s (and spread over repetitions) per variant × consumers, closed-loop burn-down."""
+    rows = frame[(frame.experiment == "throughput") & (frame.role == "consumer")]
+    if rows.empty:
+        return pd.DataFrame()
+    grouped = rows.groupby(["variant", "consumers"])
+    table = grouped.agg(jobs_per_s=("items_per_s", "median"), min_jobs_per_s=("items_per_s", "min"),
+                        max_jobs_per_s=("items_per_s", "max"), runs=("run_id", "count"),
+                        client_bound=("client_bound", "any"), lost=("lost", "sum"),
+                        duplicates=("duplicates", "sum"))
+    return table.reset_index()
+
+
+def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Enqueue latency (from intended start) and end-to-end latency at each offered rate."""
+    rows = frame[frame.experiment == "latency"]
+    if rows.empty:
+        return pd.DataFrame()
+    producer = rows[rows.role == "producer"].set_index("run_id")
+    consumer = rows[rows.role == "consumer"].set_index("run_id")
+    table = pd.DataFrame({
+        "variant": producer.variant, "offered_per_s": producer.offered_rate,
+        "achieved_per_s": producer.achieved_rate, "sustained": producer.sustained,
+        "enqueue_p50_ms": producer.get("latency_p50_ms"), "enqueue_p99_ms": producer.get("latency_p99_ms"),
+        "e2e_p50_ms": consumer.get("end_to_end_p50_ms"), "e2e_p95_ms": consumer.get("end_to_end_p95_ms"),
+        "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "client_bound": producer.client_bound,
+        "lost": producer.lost, "duplicates": producer.duplicates})
+    return table.sort_values(["offered_per_s", "variant"]).reset_index(drop=True)
+
+
+def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every rate-search probe with its verdict under the SLO it was searched with."""
+    rows = frame[frame.experiment == "cliff"]
+    if rows.empty:
+        return pd.DataFrame()
+    producer = rows[rows.role == "producer"].set_index("run_id")
+    consumer = rows[rows.role == "consumer"].set_index("run_id")
+    table = pd.DataFrame({"variant": producer.variant, "offered_per_s": producer.offered_rate,
+                          "produced_per_s": producer.items_per_s, "consumed_per_s": consumer.items_per_s,
+                          "achieved_per_s": producer.achieved_rate,
+                          "e2e_p50_ms": consumer.get("end_to_end_p50_ms"),
+                          "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "slo": producer.slo})
+    table["failed"] = [_verdict(row) for row in table.itertuples()]
+    return table.sort_values(["variant", "offered_per_s"]).reset_index(drop=True)
+
+
+def _verdict(row) -> str:
+    slo = Slo(**row.slo) if isinstance(row.slo, dict) else Slo(p99_bound_us=50_000)
+    achieved = min(row.achieved_per_s or 0.0, row.consumed_per_s or 0.0)
+    backlog = max(0.0, (row.produced_per_s or 0.0) - (row.consumed_per_s or 0.0)) / row.offered_per_s
+    p99 = None if pd.isna(row.e2e_p99_ms) else row.e2e_p99_ms * 1000
+    point = PointResult(row.offered_per_s, achieved, None, p99, backlog)
+    return slo.failure(point) or ""
+
+
+def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
+    """Highest sustainable rate per variant and the lowest rate that failed (the cliff)."""
+    if points.empty:
+        return pd.DataFrame()
+    rows = []
+    for name, group in points.groupby("variant"):
+        ok, bad = group[group.failed == ""], group[group.failed != ""]
+        rows.append({"variant": name, "sustainable_per_s": ok.offered_per_s.max() if len(ok) else None,
+                     "first_failed_per_s": bad.offered_per_s.min() if len(bad) else None,
+                     "why_failed": bad.sort_values("offered_per_s").failed.iloc[0] if len(bad) else "",
+                     "probes": len(group)})
+    return pd.DataFrame(rows)
+
+
+def outcome_table(outcome: dict | None) -> pd.DataFrame:
+    """What could not be run and why (unavailable servers, failed points) — never hidden."""
+    if not outcome:
+        return pd.DataFrame(columns=["what", "reason"])
+    rows = [{"what": f"server {name}", "reason": reason} for name, reason in outcome.get("unavailable", {}).items()]
+    rows += [{"what": f"{f['experiment']} {f['variant']}", "reason": f["error"]} for f in outcome.get("failures", [])]
+    failed_runs = [r for r in outcome.get("runs", []) if r.status != "complete"]
+    rows += [{"what": f"run {r.path.name}", "reason": r.error} for r in failed_runs]
+    return pd.DataFrame(rows, columns=["what", "reason"])
+
+
+def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
+                 tables_dir: str = "") -> dict[str, pd.DataFrame]:
+    """All queue tables of a profile's runs; figures saved (PNG + SVG) for every table with data
+    (default ``figures/``); tables as Markdown + CSV (default ``data/results/tables/``)."""
+    from pglimits_core.config import results_dir
+    from pglimits_core.plotting import figures
+    from pglimits_core.studies.queue import default_runs_root
+
+    frame = queue_frame(default_runs_root(profile, runs_root))
+    figures_dir = Path(figures_dir) if figures_dir else None
+    tables_dir = Path(tables_dir) if tables_dir else results_dir() / "tables"
+    tables = {"throughput": throughput_table(frame), "latency": latency_table(frame)}
+    tables["cliff_points"] = cliff_points(frame)
+    tables["cliff"] = cliff_table(tables["cliff_points"])
+    charts = {"throughput": ("queue-consumer-sweep", figures.consumer_sweep_chart),
+              "latency": ("queue-latency", figures.latency_chart),
+              "cliff_points": ("queue-cliff", figures.cliff_chart)}
+    for key, (name, chart) in charts.items():
+        if not tables[key].empty:
+            figures.save_figure(chart(tables[key]), name, figures_dir)
+    if tables_dir:
+        _write_tables(tables, Path(tables_dir))
+    return tables
+
+
+def _write_tables(tables: dict[str, pd.DataFrame], directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
+        table.to_csv(directory / f"queue-{name}.csv", index=False)
+        (directory / f"queue-{name}.md").write_text(table.to_markdown(index=False) if not table.empty else "(no data)\n")

@@ -1,0 +1,67 @@
+"""Run records -> tidy DataFrames. Reads only ``manifest.json`` and ``summary.json``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.record.rundir import finished_runs
+
+
+def load_records(study: str, runs_root: Path | None = None) -> list[dict[str, Any]]:
+    """Finished runs of ``study``: {"path", "manifest", "summary"} (summary None if missing)."""
+    records = []
+    for path in finished_runs(runs_root):
+        manifest = json.loads((path / "manifest.json").read_text())
+        if manifest.get("study") != study:
+            continue
+        summary_path = path / "summary.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
+        records.append({"path": path, "manifest": manifest, "summary": summary})
+    return records
+
+
+def entry_rows(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run × role × measured phase, with the latency percentiles flattened (µs)."""
+    rows = []
+    for record in records:
+        manifest, summary = record["manifest"], record["summary"] or {"entries": []}
+        base = _run_columns(record["path"], manifest)
+        for entry in summary["entries"]:
+            rows.append({**base, **_entry_columns(entry)})
+        if not summary["entries"]:
+            rows.append(base)
+    return pd.DataFrame(rows)
+
+
+def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    params = manifest.get("params", {})
+    outcome = params.get("outcome", {})
+    return {"run_id": manifest["run_id"], "system": manifest["system"], "status": manifest["status"],
+            "error": manifest.get("error"), "experiment": params.get("experiment"),
+            "variant": params.get("variant"), "consumers": params.get("consumers"),
+            "producers": params.get("producers"), "rate": params.get("rate"),
+            "client_bound": manifest.get("client_bound"),
+            "client_bound_reason": manifest.get("client_bound_reason"),
+            "client_cpu_pct": manifest.get("cpu", {}).get("client_cpu_pct_median"),
+            "server_cpu_pct": manifest.get("cpu", {}).get("server_cpu_pct_median"),
+            "lost": outcome.get("lost"), "duplicates": outcome.get("duplicates"),
+            "produced": outcome.get("produced"), "slo": params.get("slo"), "path": str(path)}
+
+
+def _entry_columns(entry: dict[str, Any]) -> dict[str, Any]:
+    columns = {key: entry.get(key) for key in ("role", "op", "phase", "loop", "workers", "items_per_s",
+                                              "ops_per_s", "idle_polls", "errors", "offered_rate",
+                                              "achieved_rate", "sustained")}
+    for kind, stats in entry.get("latencies", {}).items():
+        for pct in ("p50", "p95", "p99", "p999", "max"):
+            columns[f"{kind}_{pct}_ms"] = _ms(stats.get(f"{pct}_us"))
+        columns[f"{kind}_count"] = stats.get("count")
+    return columns
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value / 1000.0

@@ -1,0 +1,86 @@
+"""Engine colours fixed across every figure, the queue charts, and ``save_figure`` (PNG + SVG)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: papermill and CI have no display
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from pglimits_core.config import FIGURES_DIR  # noqa: E402
+
+# One colour per system family, the same in every figure (variants differ by line style).
+ENGINE_COLOURS = {
+    "pg_skiplocked": "#1f4e79", "pg_delete": "#2e75b6", "pgmq": "#5b9bd5", "postgres": "#2e75b6",
+    "redis_reliable": "#c00000", "redis": "#c00000", "sqlite_wal": "#548235", "sqlite": "#548235",
+    "opensearch": "#bf9000", "qdrant": "#7030a0",
+}
+LINE_STYLES = ["-", "--", ":", "-."]
+
+
+def colour_for(variant: str) -> str:
+    return ENGINE_COLOURS.get(variant.split()[0], "#595959")
+
+
+def save_figure(fig: plt.Figure, name: str, directory: Path | None = None) -> list[Path]:
+    """Write ``name``.png (150 dpi) and ``name``.svg; returns both paths."""
+    directory = Path(directory or FIGURES_DIR)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"{name}.png", directory / f"{name}.svg"]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
+    return paths
+
+
+def consumer_sweep_chart(table: pd.DataFrame, title: str = "Queue throughput vs consumers") -> plt.Figure:
+    """Jobs/s (median, whiskers min–max) per consumer count; hollow markers = client-bound."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for variant, group in table.groupby("variant"):
+        group = group.sort_values("consumers")
+        ax.errorbar(group.consumers, group.jobs_per_s,
+                    yerr=[group.jobs_per_s - group.min_jobs_per_s, group.max_jobs_per_s - group.jobs_per_s],
+                    marker="o", capsize=3, color=colour_for(variant), label=variant)
+        bound = group[group.client_bound]
+        ax.scatter(bound.consumers, bound.jobs_per_s, s=120, facecolors="none", edgecolors="black")
+    ax.set(xscale="log", xlabel="consumers (worker processes)", ylabel="jobs/s (closed-loop burn-down)",
+           title=f"{title}\n(black rings: client-bound — the harness, not the server, was the limit)")
+    ax.set_xticks(sorted(table.consumers.unique()), labels=[str(c) for c in sorted(table.consumers.unique())])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def latency_chart(table: pd.DataFrame) -> plt.Figure:
+    """End-to-end p99 (and p50) per offered rate, open loop; unsustained points marked with ×."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for variant, group in table.groupby("variant"):
+        group = group.sort_values("offered_per_s")
+        ax.plot(group.offered_per_s, group.e2e_p99_ms, marker="o", color=colour_for(variant), label=f"{variant} p99")
+        ax.plot(group.offered_per_s, group.e2e_p50_ms, marker=".", linestyle=":", color=colour_for(variant))
+        failed = group[group.sustained == False]  # noqa: E712 (pandas column)
+        ax.scatter(failed.offered_per_s, failed.e2e_p99_ms, marker="x", s=100, color="black")
+    ax.set(yscale="log", xlabel="offered rate (msg/s, open loop)", ylabel="end-to-end latency (ms)",
+           title="Queue latency at matched rates (solid p99, dotted p50; × = rate not sustained)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def cliff_chart(points: pd.DataFrame) -> plt.Figure:
+    """Achieved vs offered per rate-search probe; red rings = probes that broke the SLO."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    top = points[["offered_per_s", "consumed_per_s"]].max().max() * 1.1
+    ax.plot([0, top], [0, top], color="grey", linewidth=0.8, label="achieved = offered")
+    for variant, group in points.groupby("variant"):
+        group = group.sort_values("offered_per_s")
+        ax.plot(group.offered_per_s, group.consumed_per_s, marker="o", color=colour_for(variant), label=variant)
+        failed = group[group.failed != ""]
+        ax.scatter(failed.offered_per_s, failed.consumed_per_s, s=140, facecolors="none", edgecolors="red")
+    ax.set(xlabel="offered rate (msg/s)", ylabel="consumed rate (msg/s)",
+           title="The cliff: highest sustainable rate per system (red rings: SLO broken)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig

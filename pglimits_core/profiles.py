@@ -1,0 +1,70 @@
+"""Study profiles (``configs/profiles/<name>.yaml``), validated: unknown keys and bad values are
+errors naming the key. ``quick`` runs on a 2-core box in minutes; ``full`` uses the source
+study's sizes and repetitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
+
+from pglimits_core.config import PROFILES_DIR
+from pglimits_core.errors import PGLimitsError
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ThroughputSweep(Strict):
+    consumers: list[PositiveInt] = Field(min_length=1)
+    prefill: PositiveInt
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 1.0
+
+
+class LatencySweep(Strict):
+    rates: list[PositiveFloat] = Field(min_length=1)
+    producers: PositiveInt = 2
+    consumers: PositiveInt = 2
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 1.0
+
+
+class CliffSearch(Strict):
+    variants: list[str] = Field(default_factory=list, description="labels; empty = all")
+    start_rate: PositiveFloat = 1000
+    producers: PositiveInt = 2
+    consumers: PositiveInt = 4
+    probe_s: PositiveFloat = 3
+    p99_bound_ms: PositiveFloat = 50
+    max_probes: PositiveInt = 5
+
+
+class QueueProfile(Strict):
+    variants: list[dict[str, Any]] = Field(min_length=1)
+    repetitions: PositiveInt = 1
+    throughput: ThroughputSweep
+    latency: LatencySweep
+    cliff: CliffSearch | None = None
+
+
+class Profile(Strict):
+    name: str
+    description: str = ""
+    seed: int = 42
+    queue: QueueProfile
+
+
+def load_profile(name: str) -> Profile:
+    path = PROFILES_DIR / f"{name}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
+        raise PGLimitsError(f"unknown profile {name!r}", f"use one of: {known}")
+    try:
+        return Profile(name=name, **yaml.safe_load(path.read_text()))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise PGLimitsError(f"profile {name}: {where}: {first['msg']}", f"fix {path}") from None

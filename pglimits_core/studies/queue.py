@@ -1,0 +1,278 @@
+"""Queue study recipes: consumer sweep (throughput), latency at matched rates, the cliff, crash recovery.
+
+Each point resets the queue, prefills it where the experiment needs a backlog, runs one load
+spec through ``runner.run_recorded`` (so it lands as a run record), then proves exactly-once
+accounting: produced = acknowledged + drained afterwards; lost and duplicated ids are counted.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pglimits_core.config import data_dir
+from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
+from pglimits_core.load import (
+    ClosedLoop,
+    OpenLoop,
+    Phase,
+    PointResult,
+    Role,
+    RunSpec,
+    Slo,
+    search_rate,
+)
+from pglimits_core.studies.queue_ops import ConsumeOp, EnqueueOp
+from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
+from pglimits_core.workloads.queue.registry import make_adapter, server_for, validate_options
+
+STUDY = "queue"
+PREFILL_BATCH = 500
+IDLE_SLEEP_S = 0.001  # consumer back-off on an empty queue; the seed's Go loop slept 5 ms
+DRAIN_LIMIT_S = 60.0
+
+
+@dataclass(frozen=True)
+class QueueVariant:
+    """One system with its options, e.g. label "pg_delete b10" = pg_delete with batch 10."""
+
+    label: str
+    system: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        return server_for(self.system)
+
+    @property
+    def batch(self) -> int:
+        return int(self.options.get("batch", 1))
+
+
+def variant(system: str, label: str | None = None, **options: Any) -> QueueVariant:
+    """A validated variant (unknown system/option or batch < 1: one-line PGLimitsError)."""
+    resolved = validate_options(system, options)
+    return QueueVariant(label or _default_label(system, resolved), system, resolved)
+
+
+def _default_label(system: str, options: dict[str, Any]) -> str:
+    extras = " ".join(f"{k}={v}" for k, v in sorted({"batch": 1, **options}.items()))
+    return f"{system} {extras}"
+
+
+# --- queue state ----------------------------------------------------------------------------
+def fresh_queue(ctx: Context, v: QueueVariant):
+    adapter = make_adapter(v.system, ctx.endpoints[v.server].url, **v.options, worker_id="study")
+    adapter.open()
+    adapter.setup()
+    adapter.reset()
+    return adapter
+
+
+def prefill(adapter, count: int, seed: int) -> list[str]:
+    """Enqueue ``count`` messages in batches; returns their ids."""
+    messages, ids = MessageGenerator(seed, producer="prefill"), []
+    while len(ids) < count:
+        payloads = stamp_batch(messages.templates(min(PREFILL_BATCH, count - len(ids))))
+        adapter.enqueue(payloads)
+        ids += [decode(p)[0] for p in payloads]
+    return ids
+
+
+def drain(adapter, limit_s: float = DRAIN_LIMIT_S) -> tuple[list[str], bool]:
+    """Claim+ack everything left (untimed); returns the ids and whether the queue emptied."""
+    ids, deadline = [], time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        messages = adapter.claim(100)
+        if not messages:
+            return ids, adapter.depth() == 0
+        adapter.ack([m.id for m in messages])
+        ids += [decode(m.payload)[0] for m in messages]
+    return ids, False
+
+
+def account(produced: list[str], consumed: list[str], drained: list[str], emptied: bool) -> dict[str, Any]:
+    """Exactly-once accounting over message ids."""
+    delivered = consumed + drained
+    unique = set(delivered)
+    return {"produced": len(produced), "acknowledged_in_run": len(consumed), "drained_after": len(drained),
+            "duplicates": len(delivered) - len(unique), "lost": len(set(produced) - unique),
+            "unexpected": len(unique - set(produced)), "drain_complete": emptied}
+
+
+def read_ledger(ledger: Path, op_name: str) -> list[str]:
+    ids = []
+    for path in sorted(ledger.glob(f"{op_name}-*.ids")):
+        text = path.read_text()
+        ids += text.split("\n") if text else []
+    return ids
+
+
+# --- experiments ----------------------------------------------------------------------------
+def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
+    return [Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)]
+
+
+def _run_point(ctx: Context, v: QueueVariant, experiment: str, roles_for, phases, params: dict,
+               prefill_count: int, seed: int) -> RecordedRun:
+    ledger = Path(tempfile.mkdtemp(prefix="ledger-", dir=_scratch()))
+    adapter = fresh_queue(ctx, v)
+    try:
+        produced = prefill(adapter, prefill_count, seed)
+        spec = RunSpec(phases=phases, roles=roles_for(str(ledger)), seed=seed, start_method="fork")
+
+        def after(_result) -> dict[str, Any]:
+            drained, emptied = drain(adapter)
+            totals = account(produced + read_ledger(ledger, "enqueue"),
+                             read_ledger(ledger, "consume"), drained, emptied)
+            return {**totals, "adapter": adapter.describe(), "adapter_stats": adapter.stats()}
+
+        params = {"experiment": experiment, "variant": v.label, "options": v.options,
+                  "prefill": prefill_count, **params}
+        return run_recorded(ctx, STUDY, v.system, f"{experiment}:{v.label}", v.server, spec,
+                            params, tables=adapter.describe().get("tables"), after=after)
+    finally:
+        adapter.close()
+        shutil.rmtree(ledger, ignore_errors=True)
+
+
+def _scratch() -> Path:
+    path = data_dir() / "scratch"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def throughput_point(ctx: Context, v: QueueVariant, consumers: int, prefill_count: int,
+                     duration_s: float, warmup_s: float = 1.0, seed: int = 0) -> RecordedRun:
+    """Closed-loop burn-down: ``consumers`` drain a prefilled backlog as fast as they can."""
+    url = ctx.endpoints[v.server].url
+
+    def roles(ledger: str) -> list[Role]:
+        op = ConsumeOp(v.system, url, v.options, v.batch, ledger, seed)
+        return [Role("consumer", op, workers=consumers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S))]
+
+    return _run_point(ctx, v, "throughput", roles, _phases(warmup_s, duration_s),
+                      {"consumers": consumers}, prefill_count, seed)
+
+
+def latency_point(ctx: Context, v: QueueVariant, rate: float, producers: int, consumers: int,
+                  duration_s: float, warmup_s: float = 1.0, seed: int = 0,
+                  experiment: str = "latency", extra_params: dict | None = None) -> RecordedRun:
+    """Open-loop producers at ``rate`` msg/s (one message per enqueue) + closed-loop consumers."""
+    url = ctx.endpoints[v.server].url
+
+    def roles(ledger: str) -> list[Role]:
+        producer = EnqueueOp(v.system, url, v.options, 1, ledger, seed)
+        consumer = ConsumeOp(v.system, url, v.options, v.batch, ledger, seed)
+        return [Role("producer", producer, workers=producers, loop=OpenLoop(rate=rate, drain_s=2.0)),
+                Role("consumer", consumer, workers=consumers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S))]
+
+    params = {"rate": rate, "producers": producers, "consumers": consumers, **(extra_params or {})}
+    return _run_point(ctx, v, experiment, roles, _phases(warmup_s, duration_s), params, 0, seed)
+
+
+def point_result(run: RecordedRun, rate: float, duration_s: float) -> PointResult:
+    """What the rate search needs from a latency point: achieved, p50/p99 end to end, and the
+    backlog growth as a fraction of the offered rate (produced/s − consumed/s, over rate)."""
+    entries = {e.role: e for e in run.summary.entries if e.phase == "measure"} if run.summary else {}
+    producer, consumer = entries.get("producer"), entries.get("consumer")
+    e2e = consumer.latencies.get("end_to_end") if consumer else None
+    consumed = consumer.items_per_s if consumer else 0.0
+    achieved = min(producer.achieved_rate or 0.0, consumed) if producer else 0.0
+    backlog = max(0.0, (producer.items_per_s if producer else 0.0) - consumed) / rate
+    return PointResult(offered=rate, achieved=achieved, p50_us=e2e.p50_us if e2e else None,
+                       p99_us=e2e.p99_us if e2e else None, backlog_growth=backlog)
+
+
+def cliff(ctx: Context, v: QueueVariant, start_rate: float, producers: int, consumers: int,
+          probe_s: float, p99_bound_ms: float, max_probes: int, seed: int = 0):
+    """Rate search for the highest sustainable rate; every probe is a recorded latency point."""
+    slo = Slo(p99_bound_us=p99_bound_ms * 1000, min_achieved_fraction=0.95, max_backlog_growth=0.05)
+
+    def measure_at(rate: float) -> PointResult:
+        run = latency_point(ctx, v, rate, producers, consumers, probe_s, warmup_s=1.0, seed=seed,
+                            experiment="cliff", extra_params={"slo": vars(slo)})
+        return point_result(run, rate, probe_s)
+
+    return search_rate(measure_at, slo, start_rate=start_rate, max_probes=max_probes)
+
+
+# --- the whole study, as a profile describes it ------------------------------------------------
+def run_queue_study(ctx: Context, profile: Any, seed: int, progress: bool = True) -> dict[str, Any]:
+    """Every experiment of ``profile`` (a ``profiles.QueueProfile``); failures are kept, not raised."""
+    from tqdm.auto import tqdm
+
+    variants = [variant(**spec) for spec in profile.variants]
+    points = _planned_points(profile, variants)
+    outcome: dict[str, Any] = {"runs": [], "failures": [], "cliffs": {}}
+    for name, label, call in tqdm(points, desc="queue study", disable=not progress):
+        try:
+            result = call(ctx, seed)
+            if name == "cliff":
+                outcome["cliffs"][label] = result
+            else:
+                outcome["runs"].append(result)
+        except Exception as exc:  # one system failing must not stop the others
+            outcome["failures"].append({"experiment": name, "variant": label, "error": f"{type(exc).__name__}: {exc}"})
+    return outcome
+
+
+def _planned_points(profile: Any, variants: list[QueueVariant]) -> list[tuple[str, str, Any]]:
+    t, lat, cl = profile.throughput, profile.latency, profile.cliff
+    points = []
+    for _ in range(profile.repetitions):
+        for v in variants:
+            points += [("throughput", v.label, _bind(throughput_point, v, consumers=c, prefill_count=t.prefill,
+                                                     duration_s=t.duration_s, warmup_s=t.warmup_s))
+                       for c in t.consumers]
+            points += [("latency", v.label, _bind(latency_point, v, rate=r, producers=lat.producers,
+                                                  consumers=lat.consumers, duration_s=lat.duration_s,
+                                                  warmup_s=lat.warmup_s)) for r in lat.rates]
+    for v in variants:
+        if cl and (not cl.variants or v.label in cl.variants):
+            points.append(("cliff", v.label, _bind(cliff, v, start_rate=cl.start_rate, producers=cl.producers,
+                                                   consumers=cl.consumers, probe_s=cl.probe_s,
+                                                   p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes)))
+    return points
+
+
+def _bind(function, v: QueueVariant, **kwargs: Any):
+    return lambda ctx, seed: function(ctx, v, seed=seed, **kwargs)
+
+
+def default_runs_root(profile_name: str, runs_root: str | Path | None = None) -> Path:
+    from pglimits_core.config import runs_dir
+
+    return Path(runs_root) if runs_root else runs_dir() / profile_name
+
+
+def run_profile(profile_name: str, runs_root: str | None = None, progress: bool = True,
+                run: bool = True) -> dict[str, Any] | None:
+    """The queue study of a profile end to end: servers up, context, every experiment, servers down.
+
+    Returns the outcome (runs, cliffs, failures) plus ``unavailable`` servers with their reasons;
+    ``run=False`` does nothing (a notebook re-rendering existing records). Records go to
+    ``runs_root`` (default ``data/runs/<profile>``).
+    """
+    if not run:
+        return None
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.studies.runner import build_context
+    from pglimits_core.studies.session import study_servers
+
+    profile = load_profile(profile_name)
+    root = default_runs_root(profile_name, runs_root)
+    variants = [variant(**spec) for spec in profile.queue.variants]
+    servers = sorted({v.server for v in variants})
+    with study_servers(servers) as fleet:
+        ctx = build_context(fleet, runs_root=root)
+        usable = [v for v in variants if v.server in fleet.endpoints]
+        queue_profile = profile.queue.model_copy(update={"variants": [
+            spec for spec, v in zip(profile.queue.variants, variants, strict=True) if v in usable]})
+        outcome = run_queue_study(ctx, queue_profile, profile.seed, progress)
+    outcome["unavailable"] = dict(fleet.unavailable)
+    return outcome

@@ -1,0 +1,69 @@
+"""Load operations for the queue study: adapters do the verbs, the driver owns the clock.
+
+Producers stamp each payload with ``time.monotonic_ns()`` at send; consumers compute the
+end-to-end latency (claimed − enqueued) from that stamp, and keep every message id they
+acknowledged so the parent can prove exactly-once accounting (nothing lost, nothing twice).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
+from pglimits_core.load import OpOutcome, current_worker
+from pglimits_core.workloads.queue.registry import make_adapter
+
+
+class QueueOp:
+    """Shared plumbing: an adapter opened in the worker, ids written to ``ledger_dir`` at close."""
+
+    name = "queue"
+
+    def __init__(self, system: str, url: str, options: dict[str, Any], batch: int,
+                 ledger_dir: str, seed: int = 0):
+        self.system, self.url, self.options = system, url, dict(options)
+        self.batch, self.ledger_dir, self.seed = batch, ledger_dir, seed
+
+    def open(self) -> None:
+        worker = current_worker()
+        self.tag = f"{worker.role}{worker.index}" if worker else "main"
+        self.adapter = make_adapter(self.system, self.url, **self.options, worker_id=self.tag)
+        self.adapter.open()
+        self.ids: list[str] = []
+
+    def close(self) -> None:
+        path = Path(self.ledger_dir) / f"{self.name}-{self.tag}.ids"
+        path.write_text("\n".join(self.ids))
+        self.adapter.close()
+
+
+class EnqueueOp(QueueOp):
+    name = "enqueue"
+
+    def open(self) -> None:
+        super().open()
+        self.messages = MessageGenerator(self.seed, producer=self.tag)
+
+    def __call__(self) -> int:
+        payloads = stamp_batch(self.messages.templates(self.batch))
+        self.adapter.enqueue(payloads)
+        self.ids.extend(decode(p)[0] for p in payloads)  # only after the enqueue committed
+        return len(payloads)
+
+
+class ConsumeOp(QueueOp):
+    """Claim up to ``batch`` messages, note their end-to-end latency, acknowledge them."""
+
+    name = "consume"
+
+    def __call__(self) -> int | OpOutcome:
+        messages = self.adapter.claim(self.batch)
+        if not messages:
+            return 0
+        claimed_ns = time.monotonic_ns()
+        decoded = [decode(m.payload) for m in messages]
+        self.adapter.ack([m.id for m in messages])
+        self.ids.extend(message_id for message_id, _ in decoded)
+        return OpOutcome(len(messages), {"end_to_end": [claimed_ns - enq for _, enq in decoded]})

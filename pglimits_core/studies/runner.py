@@ -1,0 +1,129 @@
+"""Run one load spec as a recorded experiment: samplers on, run record written, verdicts filled.
+
+Every study point goes through ``run_recorded`` so every run directory carries the same
+evidence: server descriptions and tuning ledgers, host facts, harness ceiling, client/server
+CPU, the client-bound verdict and the per-second sampler series (``samplers.parquet``).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from pglimits_core.load import RunSpec, run_load
+from pglimits_core.record.manifest import new_manifest
+from pglimits_core.record.rundir import RunDirectory, atomic_write_bytes, new_run_id
+from pglimits_core.record.summary import Summary
+from pglimits_core.samplers import (
+    HostSampler,
+    PostgresSampler,
+    RedisSampler,
+    SamplerSet,
+    classify_client_bound,
+)
+from pglimits_core.samplers.classify import steady_median
+from pglimits_core.servers.base import Endpoint
+
+
+@dataclass
+class Context:
+    """What every run of a study shares: endpoints, their descriptions, ceilings, host facts."""
+
+    endpoints: dict[str, Endpoint]
+    descriptions: dict[str, dict[str, Any]]
+    host: dict[str, Any]
+    ceilings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runs_root: Path | None = None
+
+
+@dataclass
+class RecordedRun:
+    path: Path
+    summary: Summary | None
+    status: str
+    error: str | None
+    extra: dict[str, Any]
+
+
+# Server-side samplers per server kind (the host sampler runs for every kind).
+SERVER_SAMPLERS = {
+    "postgres": lambda endpoint, tables: PostgresSampler(endpoint.url, tables=tables),
+    "redis": lambda endpoint, tables: RedisSampler(endpoint.url),
+}
+
+
+def samplers_for(server: str, endpoint: Endpoint, tables: list[str] | None) -> list[Any]:
+    host = HostSampler(client_pids=_my_children, server_pids=lambda: list(endpoint.pids))
+    make = SERVER_SAMPLERS.get(server)
+    return [host, make(endpoint, tables)] if make else [host]
+
+
+def _my_children() -> list[int]:
+    return [child.pid for child in psutil.Process().children(recursive=True)]
+
+
+def cpu_verdict(frame: Any, client_workers: int) -> dict[str, Any]:
+    if frame is None or "client_cpu_pct" not in getattr(frame, "columns", []):
+        return {"client_bound": None, "client_bound_reason": "no host samples", "cpu": {}}
+    client = list(frame["client_cpu_pct"].dropna())
+    server = list(frame["server_cpu_pct"].dropna())
+    cores = psutil.cpu_count()
+    bound, reason = classify_client_bound(client, server, cores=cores,
+                                          client_cores=min(client_workers, cores))
+    cpu = {"client_cpu_pct_median": steady_median(client), "server_cpu_pct_median": steady_median(server),
+           "cores": cores, "client_and_server_share_cores": True}
+    return {"client_bound": bound, "client_bound_reason": reason, "cpu": cpu}
+
+
+def run_recorded(ctx: Context, study: str, system: str, variant: str, server: str, spec: RunSpec,
+                 params: dict[str, Any], tables: list[str] | None = None,
+                 after: Any = None) -> RecordedRun:
+    """Run ``spec`` with samplers; ``after(result) -> dict`` adds study facts (accounting...)."""
+    manifest = new_manifest(
+        new_run_id(study, system, variant), study, system, variant, seed=spec.seed,
+        params={**params, "spec": spec.describe()}, servers={server: ctx.descriptions.get(server, {})},
+        tuning_ledger=ctx.descriptions.get(server, {}).get("settings", {}).get("tuning_ledger", []),
+        host=ctx.host, harness_ceiling=ctx.ceilings.get(server, {}))
+    with RunDirectory.create(manifest, ctx.runs_root) as run_dir:
+        with SamplerSet(samplers_for(server, ctx.endpoints[server], tables)) as samplers:
+            result = run_load(spec)
+        frame = samplers.dataframe()
+        extra = after(result) if after else {}
+        summary = run_dir.write_result(result)
+        workers = sum(role.workers for role in spec.roles)
+        update = {**cpu_verdict(frame, workers), "params": {**run_dir.manifest.params, "outcome": extra}}
+        run_dir.manifest = run_dir.manifest.model_copy(update=update)
+        _write_samplers(run_dir.path, frame)
+    return RecordedRun(run_dir.final_path, summary, result.status, result.error, extra)
+
+
+def _write_samplers(path: Path, frame: Any) -> None:
+    if frame is None or len(frame) == 0:
+        return
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    atomic_write_bytes(path / "samplers.parquet", buffer.getvalue())
+
+
+def build_context(fleet: Any, ceilings: bool = True, runs_root: Path | None = None) -> Context:
+    """Describe every running server, the host (with fsync latency) and each harness ceiling."""
+    from pglimits_core.samplers import describe_host, measure_fsync_latency
+    from pglimits_core.studies.calibration import harness_ceiling
+
+    host = describe_host(data_dir_path := (runs_root or _default_runs()))
+    host["fsync_8k"] = measure_fsync_latency(data_dir_path, n=200)
+    ceilings_by_server = {name: harness_ceiling(name, ep.url, workers=1, duration_s=1.5)
+                          for name, ep in fleet.endpoints.items()} if ceilings else {}
+    return Context(dict(fleet.endpoints), fleet.describe(), host, ceilings_by_server, runs_root)
+
+
+def _default_runs() -> Path:
+    from pglimits_core.config import runs_dir
+
+    path = runs_dir()
+    path.mkdir(parents=True, exist_ok=True)
+    return path

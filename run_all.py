@@ -1,0 +1,117 @@
+#!/usr/bin/env python
+"""Reproduce the study: execute every workload notebook with papermill for a profile.
+
+    python run_all.py --profile quick            # what `make study` runs
+    python run_all.py --profile full --resume    # skip notebooks that already completed
+    python run_all.py --only 10-queue --force
+
+Each notebook starts the servers it needs and stops them when it ends (also on Ctrl-C);
+executed copies go to data/executed/<profile>/. A failed notebook does not stop the others;
+the exit code is non-zero and the summary says what failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from pglimits_core.config import NOTEBOOKS_DIR, data_dir
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.profiles import load_profile
+
+# Workload notebooks in study order; later workloads join this list without other changes.
+NOTEBOOKS = ["10-queue"]
+
+
+def executed_dir(profile: str) -> Path:
+    return data_dir() / "executed" / profile
+
+
+def status_path(profile: str) -> Path:
+    return executed_dir(profile) / "status.json"
+
+
+def read_status(profile: str) -> dict:
+    try:
+        return json.loads(status_path(profile).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_status(profile: str, status: dict) -> None:
+    path = status_path(profile)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(status, indent=2))
+    tmp.replace(path)
+
+
+def check_parameters(notebook: Path, parameters: dict) -> None:
+    """papermill only warns about unknown parameters; we refuse them before running anything."""
+    import papermill
+
+    declared = set(papermill.inspect_notebook(str(notebook)))
+    unknown = set(parameters) - declared
+    if unknown:
+        raise PGLimitsError(f"{notebook.name} has no parameter(s) {sorted(unknown)}",
+                            "add them to its parameters cell or drop them from run_all.py")
+
+
+def execute(name: str, profile: str) -> tuple[str, str | None, float]:
+    import papermill
+
+    source = NOTEBOOKS_DIR / f"{name}.ipynb"
+    parameters = {"profile": profile}
+    check_parameters(source, parameters)
+    target = executed_dir(profile) / f"{name}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        papermill.execute_notebook(str(source), str(target), parameters=parameters,
+                                   cwd=str(NOTEBOOKS_DIR), progress_bar=True)
+    except papermill.PapermillExecutionError as exc:
+        return "failed", f"{exc.ename}: {exc.evalue}"[:500], time.monotonic() - started
+    return "complete", None, time.monotonic() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="quick")
+    parser.add_argument("--only", action="append", choices=NOTEBOOKS, help="run just this notebook")
+    parser.add_argument("--resume", action="store_true", help="skip notebooks that completed")
+    parser.add_argument("--force", action="store_true", help="rerun even completed notebooks")
+    args = parser.parse_args(argv)
+    try:
+        load_profile(args.profile)  # a bad profile fails here, before any server starts
+        return run(args)
+    except PGLimitsError as exc:
+        print(f"run_all: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("run_all: interrupted; the notebook's servers were stopped", file=sys.stderr)
+        return 130
+
+
+def run(args: argparse.Namespace) -> int:
+    status = read_status(args.profile)
+    names = args.only or NOTEBOOKS
+    for index, name in enumerate(names, start=1):
+        if args.resume and not args.force and status.get(name, {}).get("status") == "complete":
+            print(f"[{index}/{len(names)}] {name}: complete earlier, skipped (--force reruns)")
+            continue
+        print(f"[{index}/{len(names)}] {name}: running with profile {args.profile} ...", flush=True)
+        result, error, elapsed = execute(name, args.profile)
+        status[name] = {"status": result, "error": error, "elapsed_s": round(elapsed, 1)}
+        write_status(args.profile, status)
+        print(f"[{index}/{len(names)}] {name}: {result} in {elapsed:.0f}s" + (f" — {error}" if error else ""))
+    failed = {n: s for n, s in status.items() if n in names and s["status"] != "complete"}
+    print(f"run_all: {len(names) - len(failed)} of {len(names)} notebooks complete; executed copies in "
+          f"{executed_dir(args.profile)}; figures in figures/; tables in data/results/tables/")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
