@@ -9,7 +9,6 @@ import pandas as pd
 from pglimits_core.analysis.runs import entry_rows, load_records
 from pglimits_core.load.ratesearch import PointResult, Slo
 
-
 COLUMNS = ("run_id", "experiment", "variant", "role", "consumers")
 
 

@@ -22,13 +22,16 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.servers import pg_install
 from pglimits_core.servers.base import Endpoint
 from pglimits_core.studies.calibration import closed_loop_rate
+from pglimits_core.workloads.queue.postgres_skiplocked import DELETE_CLAIM_SQL, SCHEMA_SQL, TABLE
 
-BENCH_TABLE = "bench_jobs"
 PAYLOAD_BYTES = 256
-# Claim-and-delete in one statement: the delete-mode queue of the source study.
-DELETE_MODE_SQL = (f"DELETE FROM {BENCH_TABLE} WHERE id IN (SELECT id FROM {BENCH_TABLE} "
-                   "ORDER BY id LIMIT {batch} FOR UPDATE SKIP LOCKED) RETURNING id, payload")
 REDIS_LIST = "bench:rotate"
+
+
+def delete_mode_sql(batch: int) -> str:
+    """The queue study's delete-mode claim (claim-and-delete in one statement), batch inlined
+    so pgbench runs the very statement the study's adapter runs."""
+    return DELETE_CLAIM_SQL.replace("%s", str(int(batch)))
 
 
 @dataclass
@@ -51,7 +54,7 @@ class DeleteModeClaim:
     name = "claim_delete"
 
     def __init__(self, url: str, batch: int):
-        self.url, self.sql = url, DELETE_MODE_SQL.format(batch=batch)
+        self.url, self.sql = url, delete_mode_sql(batch)
 
     def open(self) -> None:
         self.conn = psycopg.connect(self.url, autocommit=True)
@@ -88,11 +91,12 @@ class RedisRotate:
 def refill_jobs(url: str, jobs: int) -> None:
     """An empty, vacuumed table refilled with ``jobs`` rows: the same state for both sides."""
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {BENCH_TABLE} (id bigserial PRIMARY KEY, payload bytea NOT NULL)")
-        conn.execute(f"TRUNCATE {BENCH_TABLE}")
-        conn.execute(f"INSERT INTO {BENCH_TABLE} (payload) SELECT convert_to(repeat('x', %s), 'UTF8') "
+        for statement in SCHEMA_SQL:
+            conn.execute(statement)
+        conn.execute(f"TRUNCATE {TABLE}")
+        conn.execute(f"INSERT INTO {TABLE} (payload) SELECT convert_to(repeat('x', %s), 'UTF8') "
                      "FROM generate_series(1, %s)", (PAYLOAD_BYTES, jobs))
-        conn.execute(f"VACUUM ANALYZE {BENCH_TABLE}")
+        conn.execute(f"VACUUM ANALYZE {TABLE}")
 
 
 def pgbench_rate(endpoint: Endpoint, sql: str, clients: int, duration_s: int) -> float:
@@ -118,7 +122,7 @@ def compare_postgres(endpoint: Endpoint, clients: int, duration_s: int, batch: i
     harness = closed_loop_rate(DeleteModeClaim(endpoint.url, batch), clients, duration_s,
                                server_pids=endpoint.pids)
     refill_jobs(endpoint.url, jobs)
-    tool_tps = pgbench_rate(endpoint, DELETE_MODE_SQL.format(batch=batch), clients, duration_s)
+    tool_tps = pgbench_rate(endpoint, delete_mode_sql(batch), clients, duration_s)
     return Comparison(f"SKIP LOCKED delete-mode, batch {batch} (jobs/s)", clients,
                       harness.items_per_s, tool_tps * batch, "pgbench", _cpu_note(harness))
 
