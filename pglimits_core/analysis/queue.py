@@ -22,8 +22,13 @@ def throughput_table(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[(frame.experiment == "throughput") & (frame.role == "consumer")]
     if rows.empty:
         return pd.DataFrame()
+    # A burn-down that ran out of backlog inside the window measured the prefill, not the
+    # system: its rate is a lower bound at best. Such points are flagged and their rate blanked.
+    rows = rows.assign(backlog_ran_out=rows.idle_polls > 0)
+    rows.loc[rows.backlog_ran_out, "items_per_s"] = float("nan")
     grouped = rows.groupby(["variant", "consumers"])
     table = grouped.agg(jobs_per_s=("items_per_s", "median"), min_jobs_per_s=("items_per_s", "min"),
+                        backlog_ran_out=("backlog_ran_out", "any"),
                         max_jobs_per_s=("items_per_s", "max"), runs=("run_id", "count"),
                         client_bound=("client_bound", "any"), lost=("lost", "sum"),
                         duplicates=("duplicates", "sum"))
@@ -127,3 +132,11 @@ def _write_tables(tables: dict[str, pd.DataFrame], directory: Path) -> None:
     for name, table in tables.items():
         table.to_csv(directory / f"queue-{name}.csv", index=False)
         (directory / f"queue-{name}.md").write_text(table.to_markdown(index=False) if not table.empty else "(no data)\n")
+
+
+def servers_table(profile: str, runs_root: str = "") -> pd.DataFrame:
+    """Versions of the servers these queue runs measured (from their manifests)."""
+    from pglimits_core.analysis.runs import versions_table
+    from pglimits_core.studies.queue import default_runs_root
+
+    return versions_table(load_records("queue", default_runs_root(profile, runs_root)))

@@ -65,3 +65,14 @@ def _entry_columns(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _ms(value: float | None) -> float | None:
     return None if value is None else value / 1000.0
+
+
+def versions_table(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Each server's version and the client library versions recorded in the runs' manifests."""
+    rows = {}
+    for record in records:
+        manifest = record["manifest"]
+        for server, description in manifest.get("servers", {}).items():
+            rows[server] = {"server": server, "version": description.get("version"),
+                            "harness ceiling (no-op/s, 1 client)": manifest.get("harness_ceiling", {}).get("ops_per_s")}
+    return pd.DataFrame(list(rows.values()))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pglimits_core.servers.fleet import read_state
+from pglimits_core.servers.fleet import read_state, stop_recorded
 from tests.conftest import processes_using, server_processes
 
 pytestmark = pytest.mark.integration
@@ -41,8 +41,10 @@ def test_servers_up_then_ctrl_c_leaves_no_process(isolated_state: Path):
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # a failed assertion above: stop it the polite way, then sweep
+            proc.terminate()
+            proc.wait(timeout=60)
+        stop_recorded()
     assert server_processes(pids) == [] and not any(p.is_running() for p in started)
     assert processes_using(isolated_state) == []
     assert read_state() == {}
