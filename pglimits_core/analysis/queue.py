@@ -24,7 +24,7 @@ def throughput_table(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     # A burn-down that ran out of backlog inside the window measured the prefill, not the
     # system: its rate is a lower bound at best. Such points are flagged and their rate blanked.
-    rows = rows.assign(backlog_ran_out=rows.idle_polls > 0)
+    rows = rows.assign(backlog_ran_out=rows.left_after_run == 0)
     rows.loc[rows.backlog_ran_out, "items_per_s"] = float("nan")
     grouped = rows.groupby(["variant", "consumers"])
     table = grouped.agg(jobs_per_s=("items_per_s", "median"), min_jobs_per_s=("items_per_s", "min"),

@@ -49,7 +49,7 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             "client_cpu_pct": manifest.get("cpu", {}).get("client_cpu_pct_median"),
             "server_cpu_pct": manifest.get("cpu", {}).get("server_cpu_pct_median"),
             "lost": outcome.get("lost"), "duplicates": outcome.get("duplicates"),
-            "produced": outcome.get("produced"), "slo": params.get("slo"), "path": str(path)}
+            "produced": outcome.get("produced"), "left_after_run": outcome.get("drained_after"), "slo": params.get("slo"), "path": str(path)}
 
 
 def _entry_columns(entry: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker  # noqa: E402
 
 matplotlib.use("Agg")  # headless: papermill and CI have no display
 import matplotlib.pyplot as plt  # noqa: E402
@@ -48,6 +49,7 @@ def consumer_sweep_chart(table: pd.DataFrame, title: str = "Queue throughput vs 
     ax.set(xscale="log", xlabel="consumers (worker processes)", ylabel="jobs/s (closed-loop burn-down)",
            title=f"{title}\n(black rings: client-bound — the harness, not the server, was the limit)")
     ax.set_xticks(sorted(table.consumers.unique()), labels=[str(c) for c in sorted(table.consumers.unique())])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig
