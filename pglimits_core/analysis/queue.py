@@ -119,9 +119,11 @@ def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
     charts = {"throughput": ("queue-consumer-sweep", figures.consumer_sweep_chart),
               "latency": ("queue-latency", figures.latency_chart),
               "cliff_points": ("queue-cliff", figures.cliff_chart)}
+    plotted = {"throughput": "jobs_per_s", "latency": "e2e_p99_ms", "cliff_points": "consumed_per_s"}
     for key, (name, chart) in charts.items():
-        if not tables[key].empty:
-            figures.save_figure(chart(tables[key]), name, figures_dir)
+        table = tables[key]
+        if not table.empty and table[plotted[key]].notna().any():  # an all-blank chart says nothing
+            figures.save_figure(chart(table.dropna(subset=[plotted[key]])), name, figures_dir)
     if tables_dir:
         _write_tables(tables, Path(tables_dir))
     return tables
