@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from pglimits_core.analysis import queue_health
 from pglimits_core.analysis.runs import entry_rows, load_records
 from pglimits_core.load.ratesearch import PointResult, Slo
+from pglimits_core.record.summary import SUSTAINED_FRACTION
 
 COLUMNS = ("run_id", "experiment", "variant", "role", "consumers")
 
@@ -42,9 +44,13 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     producer = rows[rows.role == "producer"].set_index("run_id")
     consumer = rows[rows.role == "consumer"].set_index("run_id")
+    # Sustained means the producers kept the offered rate AND the consumers kept up with it;
+    # otherwise the backlog grew and the latencies describe a queue filling up, not a rate.
+    consumed = consumer.items_per_s.reindex(producer.index)
+    sustained = producer.sustained.astype(bool) & (consumed >= SUSTAINED_FRACTION * producer.offered_rate)
     table = pd.DataFrame({
         "variant": producer.variant, "offered_per_s": producer.offered_rate,
-        "achieved_per_s": producer.achieved_rate, "sustained": producer.sustained,
+        "achieved_per_s": producer.achieved_rate, "consumed_per_s": consumed, "sustained": sustained,
         "enqueue_p50_ms": producer.get("latency_p50_ms"), "enqueue_p99_ms": producer.get("latency_p99_ms"),
         "e2e_p50_ms": consumer.get("end_to_end_p50_ms"), "e2e_p95_ms": consumer.get("end_to_end_p95_ms"),
         "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "client_bound": producer.client_bound,
@@ -116,10 +122,15 @@ def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
     tables = {"throughput": throughput_table(frame), "latency": latency_table(frame)}
     tables["cliff_points"] = cliff_points(frame)
     tables["cliff"] = cliff_table(tables["cliff_points"])
+    tables["resources"] = queue_health.resources_table(frame)
+    tables["queue_health"] = queue_health.queue_health_table(frame)
+    tables["dead_tuples"] = queue_health.dead_tuple_series(frame)
     charts = {"throughput": ("queue-consumer-sweep", figures.consumer_sweep_chart),
+              "dead_tuples": ("queue-dead-tuples", figures.dead_tuples_chart),
               "latency": ("queue-latency", figures.latency_chart),
               "cliff_points": ("queue-cliff", figures.cliff_chart)}
-    plotted = {"throughput": "jobs_per_s", "latency": "e2e_p99_ms", "cliff_points": "consumed_per_s"}
+    plotted = {"throughput": "jobs_per_s", "latency": "e2e_p99_ms", "cliff_points": "consumed_per_s",
+               "dead_tuples": "dead_tuples"}
     for key, (name, chart) in charts.items():
         table = tables[key]
         if not table.empty and table[plotted[key]].notna().any():  # an all-blank chart says nothing

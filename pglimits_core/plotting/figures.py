@@ -19,11 +19,18 @@ ENGINE_COLOURS = {
     "redis_reliable": "#c00000", "redis": "#c00000", "sqlite_wal": "#548235", "sqlite": "#548235",
     "opensearch": "#bf9000", "qdrant": "#7030a0",
 }
-LINE_STYLES = ["-", "--", ":", "-."]
+LINE_STYLES = ["-", "--", "-.", ":"]
 
 
 def colour_for(variant: str) -> str:
     return ENGINE_COLOURS.get(variant.split()[0], "#595959")
+
+
+def line_style_for(variant: str, variants) -> str:
+    """Variants of one system share its colour and differ by line style, in a stable order."""
+    family = variant.split()[0]
+    siblings = sorted(v for v in set(variants) if v.split()[0] == family)
+    return LINE_STYLES[siblings.index(variant) % len(LINE_STYLES)]
 
 
 def save_figure(fig: plt.Figure, name: str, directory: Path | None = None) -> list[Path]:
@@ -43,7 +50,8 @@ def consumer_sweep_chart(table: pd.DataFrame, title: str = "Queue throughput vs 
         group = group.sort_values("consumers")
         ax.errorbar(group.consumers, group.jobs_per_s,
                     yerr=[group.jobs_per_s - group.min_jobs_per_s, group.max_jobs_per_s - group.jobs_per_s],
-                    marker="o", capsize=3, color=colour_for(variant), label=variant)
+                    marker="o", capsize=3, color=colour_for(variant), label=variant,
+                    linestyle=line_style_for(variant, table.variant))
         bound = group[group.client_bound]
         ax.scatter(bound.consumers, bound.jobs_per_s, s=120, facecolors="none", edgecolors="black")
     ax.set(xscale="log", xlabel="consumers (worker processes)", ylabel="jobs/s (closed-loop burn-down)",
@@ -60,12 +68,13 @@ def latency_chart(table: pd.DataFrame) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(8, 5))
     for variant, group in table.groupby("variant"):
         group = group.sort_values("offered_per_s")
-        ax.plot(group.offered_per_s, group.e2e_p99_ms, marker="o", color=colour_for(variant), label=f"{variant} p99")
-        ax.plot(group.offered_per_s, group.e2e_p50_ms, marker=".", linestyle=":", color=colour_for(variant))
+        ax.plot(group.offered_per_s, group.e2e_p99_ms, marker="o", color=colour_for(variant),
+                linestyle=line_style_for(variant, table.variant), label=f"{variant} p99")
+        ax.plot(group.offered_per_s, group.e2e_p50_ms, marker=".", linestyle="none", color=colour_for(variant))
         failed = group[group.sustained == False]  # noqa: E712 (pandas column)
         ax.scatter(failed.offered_per_s, failed.e2e_p99_ms, marker="x", s=100, color="black")
     ax.set(yscale="log", xlabel="offered rate (msg/s, open loop)", ylabel="end-to-end latency (ms)",
-           title="Queue latency at matched rates (solid p99, dotted p50; × = rate not sustained)")
+           title="Queue latency at matched rates (lines p99, dots p50; × = rate not sustained)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig
@@ -78,11 +87,25 @@ def cliff_chart(points: pd.DataFrame) -> plt.Figure:
     ax.plot([0, top], [0, top], color="grey", linewidth=0.8, label="achieved = offered")
     for variant, group in points.groupby("variant"):
         group = group.sort_values("offered_per_s")
-        ax.plot(group.offered_per_s, group.consumed_per_s, marker="o", color=colour_for(variant), label=variant)
+        ax.plot(group.offered_per_s, group.consumed_per_s, marker="o", color=colour_for(variant),
+                linestyle=line_style_for(variant, points.variant), label=variant)
         failed = group[group.failed != ""]
         ax.scatter(failed.offered_per_s, failed.consumed_per_s, s=140, facecolors="none", edgecolors="red")
     ax.set(xlabel="offered rate (msg/s)", ylabel="consumed rate (msg/s)",
            title="The cliff: highest sustainable rate per system (red rings: SLO broken)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def dead_tuples_chart(series: pd.DataFrame) -> plt.Figure:
+    """Dead tuples in the queue table(s) second by second (Postgres runs at the top common rate)."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for variant, group in series.groupby("variant"):
+        ax.plot(group.t, group.dead_tuples, marker=".", color=colour_for(variant),
+                linestyle=line_style_for(variant, series.variant), label=variant)
+    ax.set(xlabel="seconds since run start (warmup included)", ylabel="dead tuples (queue tables)",
+           title="Postgres queue health: dead tuples under churn (autovacuum naptime 10 s)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig
