@@ -117,9 +117,13 @@ def doctor() -> None:
     missing_any = False
     for name in SERVERS:
         try:
-            problems = server_class(name).missing()
+            cls = server_class(name)
+            problems = cls.missing()
         except Exception as exc:  # a broken adapter import is itself a diagnosis
-            problems = [(f"cannot load: {exc}", "make setup")]
+            cls, problems = None, [(f"cannot load: {exc}", "make setup")]
+        if getattr(cls, "external_only", False):  # nothing to install: a note, not a failure
+            table.add_row(name, "[yellow]external only[/yellow]", "; ".join(f for _, f in problems) or "-")
+            continue
         missing_any |= bool(problems)
         status = "; ".join(p for p, _ in problems) or "[green]ok[/green]"
         table.add_row(name, status, "; ".join(f for _, f in problems) or "-")

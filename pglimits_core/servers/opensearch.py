@@ -272,6 +272,7 @@ class OpenSearchServer(Server):
     @staticmethod
     def describe_url(url: str) -> dict[str, Any]:
         root = get_json(f"{url}/")
+        _refuse_elasticsearch(root, url)
         node = next(iter(get_json(f"{url}/_nodes/_local")["nodes"].values()))
         return {"version": root["version"]["number"],
                 "settings": {"distribution": root["version"].get("distribution", ""),
@@ -307,6 +308,14 @@ def _maven_package() -> None:
         raise ServerUnavailable(f"opensearch: Maven build of {LAUNCHER_DIR} failed: {detail}",
                                 f"check network access to Maven Central and ~/.m2/settings.xml, "
                                 f"then run {INSTALL_COMMAND}")
+
+
+def _refuse_elasticsearch(root: dict[str, Any], url: str) -> None:
+    """A real Elasticsearch must never be measured and labelled as OpenSearch."""
+    version = root.get("version") or {}
+    if "You Know, for Search" in str(root.get("tagline", "")) and version.get("distribution") != "opensearch":
+        raise PGLimitsError(f"{url} answers as Elasticsearch {version.get('number', '?')}, not OpenSearch",
+                            f"this is Elasticsearch; use --external elasticsearch={url}")
 
 
 def _node_settings(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ SERVERS: dict[str, str] = {
     "sqlite": "pglimits_core.servers.sqlite:SQLiteServer",
     "opensearch": "pglimits_core.servers.opensearch:OpenSearchServer",
     "qdrant": "pglimits_core.servers.qdrant:QdrantServer",
+    "elasticsearch": "pglimits_core.servers.elasticsearch:ElasticsearchServer",
 }
 
 
