@@ -24,6 +24,16 @@ class ThroughputSweep(Strict):
     warmup_s: PositiveFloat = 1.0
 
 
+class SteadySweep(Strict):
+    """Producers hold the backlog near ``target_depth``; consumers swept (the SQLite seed's runs)."""
+
+    consumers: list[PositiveInt] = Field(min_length=1)
+    producers: PositiveInt = 2
+    target_depth: PositiveInt = 5000
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 1.0
+
+
 class LatencySweep(Strict):
     rates: list[PositiveFloat] = Field(min_length=1)
     producers: PositiveInt = 2
@@ -42,12 +52,23 @@ class CliffSearch(Strict):
     max_probes: PositiveInt = 5
 
 
+class RecoveryDrill(Strict):
+    """Crash drill (``studies.queue_recovery``): labels of queue variants ("sqlite_wal batch=1"),
+    seconds of producer load before the SIGKILL, and the producer's rate (null: flat out)."""
+
+    variants: list[str] = Field(min_length=1)
+    load_s: PositiveFloat = 5
+    rate: PositiveFloat | None = 1000
+
+
 class QueueProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
     throughput: ThroughputSweep
+    steady: SteadySweep | None = None
     latency: LatencySweep
     cliff: CliffSearch | None = None
+    recovery: RecoveryDrill | None = None
 
 
 class Profile(Strict):

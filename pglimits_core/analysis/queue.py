@@ -1,7 +1,8 @@
-"""Queue study tables: throughput per consumer count, latency at matched rates, the cliff."""
+"""Queue study tables: throughput per consumer count, latency at matched rates, the cliff, crash recovery."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -19,13 +20,14 @@ def queue_frame(runs_root: Path | None = None) -> pd.DataFrame:
     return frame if not frame.empty else pd.DataFrame(columns=list(COLUMNS))
 
 
-def throughput_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Median jobs/s (and spread over repetitions) per variant × consumers, closed-loop burn-down."""
-    rows = frame[(frame.experiment == "throughput") & (frame.role == "consumer")]
+def throughput_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.DataFrame:
+    """Median jobs/s (and spread over repetitions) per variant × consumers: ``throughput`` is the
+    closed-loop burn-down of a prefilled backlog, ``steady`` the producer/consumer steady state."""
+    rows = frame[(frame.experiment == experiment) & (frame.role == "consumer")]
     if rows.empty:
         return pd.DataFrame()
-    # A burn-down that ran out of backlog inside the window measured the prefill, not the
-    # system: its rate is a lower bound at best. Such points are flagged and their rate blanked.
+    # A run that ran out of backlog inside the window measured its producers or its prefill,
+    # not the consumers: its rate is a lower bound at best, so it is flagged and blanked.
     rows = rows.assign(backlog_ran_out=rows.left_after_run == 0)
     rows.loc[rows.backlog_ran_out, "items_per_s"] = float("nan")
     grouped = rows.groupby(["variant", "consumers"])
@@ -97,6 +99,41 @@ def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+RECOVERY_COLUMNS = ["variant", "kill_target", "confirmed", "lost", "recovery_s", "durable", "note"]
+
+
+def recovery_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per crash drill: acknowledged messages lost and time to the first claim after the
+    restart. The drill's facts live in the manifest's outcome (a drill has no load summary)."""
+    rows = frame[frame.experiment == "recovery"].drop_duplicates("run_id") if "path" in frame else frame[:0]
+    if rows.empty:
+        return pd.DataFrame(columns=RECOVERY_COLUMNS)
+    table = pd.DataFrame([_recovery_row(run) for run in rows.itertuples()], columns=RECOVERY_COLUMNS)
+    return table.sort_values("variant", kind="stable").reset_index(drop=True)
+
+
+def _recovery_row(run) -> dict:
+    manifest = json.loads((Path(run.path) / "manifest.json").read_text())
+    outcome = manifest.get("params", {}).get("outcome", {})
+    if run.status != "complete" or not outcome:
+        return {"variant": run.variant, "note": f"failed: {run.error}"}
+    # Nothing survived to claim (Redis without persistence): the time is to the first empty answer.
+    first = outcome.get("first_claim_s")
+    return {"variant": run.variant, "kill_target": outcome.get("kill_target"),
+            "confirmed": outcome.get("confirmed"), "lost": outcome.get("lost"),
+            "recovery_s": first if first is not None else outcome.get("recovery_s"),
+            "durable": outcome.get("durable_config"), "note": _recovery_note(outcome)}
+
+
+def _recovery_note(outcome: dict) -> str:
+    notes = [outcome.get("durability", "")]
+    if outcome.get("first_claim_s") is None:
+        notes.append("nothing left to claim: recovery_s is the first (empty) answer")
+    if outcome.get("durable_config") and outcome.get("lost"):
+        notes.append("DURABLE CONFIG LOST ACKNOWLEDGED MESSAGES")
+    return "; ".join(n for n in notes if n)
+
+
 def outcome_table(outcome: dict | None) -> pd.DataFrame:
     """What could not be run and why (unavailable servers, failed points) — never hidden."""
     if not outcome:
@@ -119,17 +156,21 @@ def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
     frame = queue_frame(default_runs_root(profile, runs_root))
     figures_dir = Path(figures_dir) if figures_dir else None
     tables_dir = Path(tables_dir) if tables_dir else results_dir() / "tables"
-    tables = {"throughput": throughput_table(frame), "latency": latency_table(frame)}
+    tables = {"throughput": throughput_table(frame), "steady": throughput_table(frame, "steady"),
+              "latency": latency_table(frame)}
     tables["cliff_points"] = cliff_points(frame)
     tables["cliff"] = cliff_table(tables["cliff_points"])
     tables["resources"] = queue_health.resources_table(frame)
     tables["queue_health"] = queue_health.queue_health_table(frame)
     tables["dead_tuples"] = queue_health.dead_tuple_series(frame)
+    tables["recovery"] = recovery_table(frame)
     charts = {"throughput": ("queue-consumer-sweep", figures.consumer_sweep_chart),
+              "steady": ("queue-steady-state", lambda t: figures.consumer_sweep_chart(
+                  t, "Queue steady state: producers hold ~target depth, consumers swept")),
               "dead_tuples": ("queue-dead-tuples", figures.dead_tuples_chart),
               "latency": ("queue-latency", figures.latency_chart),
               "cliff_points": ("queue-cliff", figures.cliff_chart)}
-    plotted = {"throughput": "jobs_per_s", "latency": "e2e_p99_ms", "cliff_points": "consumed_per_s",
+    plotted = {"throughput": "jobs_per_s", "steady": "jobs_per_s", "latency": "e2e_p99_ms", "cliff_points": "consumed_per_s",
                "dead_tuples": "dead_tuples"}
     for key, (name, chart) in charts.items():
         table = tables[key]

@@ -54,7 +54,7 @@ def consumer_sweep_chart(table: pd.DataFrame, title: str = "Queue throughput vs 
                     linestyle=line_style_for(variant, table.variant))
         bound = group[group.client_bound]
         ax.scatter(bound.consumers, bound.jobs_per_s, s=120, facecolors="none", edgecolors="black")
-    ax.set(xscale="log", xlabel="consumers (worker processes)", ylabel="jobs/s (closed-loop burn-down)",
+    ax.set(xscale="log", xlabel="consumers (worker processes)", ylabel="jobs/s consumed",
            title=f"{title}\n(black rings: client-bound — the harness, not the server, was the limit)")
     ax.set_xticks(sorted(table.consumers.unique()), labels=[str(c) for c in sorted(table.consumers.unique())])
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())

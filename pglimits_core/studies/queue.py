@@ -26,7 +26,7 @@ from pglimits_core.load import (
     Slo,
     search_rate,
 )
-from pglimits_core.studies.queue_ops import ConsumeOp, EnqueueOp
+from pglimits_core.studies.queue_ops import ConsumeOp, EnqueueOp, SteadyEnqueueOp
 from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
 from pglimits_core.workloads.queue.registry import make_adapter, server_for, validate_options
 
@@ -159,6 +159,23 @@ def throughput_point(ctx: Context, v: QueueVariant, consumers: int, prefill_coun
                       {"consumers": consumers}, prefill_count, seed)
 
 
+def steady_point(ctx: Context, v: QueueVariant, consumers: int, producers: int, target_depth: int,
+                 duration_s: float, warmup_s: float = 1.0, batch: int = 10, seed: int = 0) -> RecordedRun:
+    """Producer/consumer steady state: producers hold the backlog near ``target_depth`` (enqueue
+    batches of ``batch`` only while below it), ``consumers`` claim as fast as they can."""
+    url = ctx.endpoints[v.server].url
+
+    def roles(ledger: str) -> list[Role]:
+        producer = SteadyEnqueueOp(v.system, url, v.options, batch, ledger, seed, target_depth=target_depth)
+        consumer = ConsumeOp(v.system, url, v.options, v.batch, ledger, seed)
+        return [Role("producer", producer, workers=producers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S)),
+                Role("consumer", consumer, workers=consumers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S))]
+
+    params = {"consumers": consumers, "producers": producers, "target_depth": target_depth,
+              "producer_batch": batch}
+    return _run_point(ctx, v, "steady", roles, _phases(warmup_s, duration_s), params, target_depth, seed)
+
+
 def latency_point(ctx: Context, v: QueueVariant, rate: float, producers: int, consumers: int,
                   duration_s: float, warmup_s: float = 1.0, seed: int = 0,
                   experiment: str = "latency", extra_params: dict | None = None) -> RecordedRun:
@@ -222,13 +239,16 @@ def run_queue_study(ctx: Context, profile: Any, seed: int, progress: bool = True
 
 
 def _planned_points(profile: Any, variants: list[QueueVariant]) -> list[tuple[str, str, Any]]:
-    t, lat, cl = profile.throughput, profile.latency, profile.cliff
+    t, lat, cl, st = profile.throughput, profile.latency, profile.cliff, profile.steady
     points = []
     for _ in range(profile.repetitions):
         for v in variants:
             points += [("throughput", v.label, _bind(throughput_point, v, consumers=c, prefill_count=t.prefill,
                                                      duration_s=t.duration_s, warmup_s=t.warmup_s))
                        for c in t.consumers]
+            points += [("steady", v.label, _bind(steady_point, v, consumers=c, producers=st.producers,
+                                                 target_depth=st.target_depth, duration_s=st.duration_s,
+                                                 warmup_s=st.warmup_s)) for c in (st.consumers if st else [])]
             points += [("latency", v.label, _bind(latency_point, v, rate=r, producers=lat.producers,
                                                   consumers=lat.consumers, duration_s=lat.duration_s,
                                                   warmup_s=lat.warmup_s)) for r in lat.rates]
@@ -274,5 +294,9 @@ def run_profile(profile_name: str, runs_root: str | None = None, progress: bool 
         queue_profile = profile.queue.model_copy(update={"variants": [
             spec for spec, v in zip(profile.queue.variants, variants, strict=True) if v in usable]})
         outcome = run_queue_study(ctx, queue_profile, profile.seed, progress)
+        if profile.queue.recovery:  # last: it kills and restarts the servers the others measured
+            from pglimits_core.studies.queue_recovery import run_recovery
+
+            run_recovery(ctx, fleet, profile.queue.recovery, usable, profile.seed, outcome)
     outcome["unavailable"] = dict(fleet.unavailable)
     return outcome

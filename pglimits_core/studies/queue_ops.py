@@ -67,3 +67,28 @@ class ConsumeOp(QueueOp):
         self.adapter.ack([m.id for m in messages])
         self.ids.extend(message_id for message_id, _ in decoded)
         return OpOutcome(len(messages), {"end_to_end": [claimed_ns - enq for _, enq in decoded]})
+
+
+class SteadyEnqueueOp(EnqueueOp):
+    """Enqueue only while the backlog is under ``target_depth``: producers rate-limited by the
+    queue itself, so the depth oscillates around the target (the SQLite seed's steady state).
+
+    The depth is re-read every ``check_s`` (a count is not free) and tracked locally between."""
+
+    def __init__(self, *args: Any, target_depth: int, check_s: float = 0.05, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.target_depth, self.check_s = target_depth, check_s
+
+    def open(self) -> None:
+        super().open()
+        self.known_depth, self.checked_at = 0, float("-inf")
+
+    def __call__(self) -> int:
+        now = time.monotonic()
+        if now - self.checked_at >= self.check_s:
+            self.known_depth, self.checked_at = self.adapter.depth(), now
+        if self.known_depth >= self.target_depth:
+            return 0  # an idle poll: the driver backs off and does not count it as work
+        enqueued = super().__call__()
+        self.known_depth += enqueued
+        return enqueued
