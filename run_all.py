@@ -23,7 +23,9 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
 
 # Workload notebooks in study order; later workloads join this list without other changes.
-NOTEBOOKS = ["10-queue"]
+# The report comes last: it reads the run records the workload notebooks just wrote.
+NOTEBOOKS = ["10-queue", "90-report"]
+REPORT = "90-report"  # always last: it reads the run records the workload notebooks wrote
 
 
 def executed_dir(profile: str) -> Path:
@@ -60,11 +62,11 @@ def check_parameters(notebook: Path, parameters: dict) -> None:
                             "add them to its parameters cell or drop them from run_all.py")
 
 
-def execute(name: str, profile: str) -> tuple[str, str | None, float]:
+def execute(name: str, profile: str, figures_dir: str = "") -> tuple[str, str | None, float]:
     import papermill
 
     source = NOTEBOOKS_DIR / f"{name}.ipynb"
-    parameters = {"profile": profile}
+    parameters = {"profile": profile, **({"figures_dir": figures_dir} if figures_dir else {})}
     check_parameters(source, parameters)
     target = executed_dir(profile) / f"{name}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -83,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=NOTEBOOKS, help="run just this notebook")
     parser.add_argument("--resume", action="store_true", help="skip notebooks that completed")
     parser.add_argument("--force", action="store_true", help="rerun even completed notebooks")
+    # tests and scratch runs must not overwrite the committed figures/
+    parser.add_argument("--figures-dir", default="", help="write figures here instead of figures/")
     args = parser.parse_args(argv)
     try:
         load_profile(args.profile)  # a bad profile fails here, before any server starts
@@ -98,12 +102,16 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     status = read_status(args.profile)
     names = args.only or NOTEBOOKS
+    ran_something = False
     for index, name in enumerate(names, start=1):
-        if args.resume and not args.force and status.get(name, {}).get("status") == "complete":
+        # the report reads every workload's records: once any workload reran, it is stale
+        stale_report = name == REPORT and ran_something
+        if args.resume and not args.force and not stale_report and status.get(name, {}).get("status") == "complete":
             print(f"[{index}/{len(names)}] {name}: complete earlier, skipped (--force reruns)")
             continue
+        ran_something = True
         print(f"[{index}/{len(names)}] {name}: running with profile {args.profile} ...", flush=True)
-        result, error, elapsed = execute(name, args.profile)
+        result, error, elapsed = execute(name, args.profile, args.figures_dir)
         status[name] = {"status": result, "error": error, "elapsed_s": round(elapsed, 1)}
         write_status(args.profile, status)
         print(f"[{index}/{len(names)}] {name}: {result} in {elapsed:.0f}s" + (f" — {error}" if error else ""))

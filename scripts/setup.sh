@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server redis-tools acl)   # Redis 7.0.15 + redis-benchmark; setfacl for the Postgres user
+APT_PACKAGES=(redis-server redis-tools acl chromium)   # Redis 7.0.15 + redis-benchmark; setfacl for the Postgres user; headless Chromium renders the HTML report in its test
 PYTHON=${PYTHON:-python3.11}
 STAMP=.venv/.pglimits-setup
 

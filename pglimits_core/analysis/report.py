@@ -1,0 +1,262 @@
+"""The study report: run records -> hardware, versions, tuning ledger, headline tables, figures,
+what could not be run, and the seeds' headline ratios beside ours -> one self-contained HTML.
+
+Reads only run records (``manifest.json`` / ``summary.json``) and the profile (to know what was
+planned); never a notebook's outputs, so the report can be rebuilt from ``data/runs`` alone.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.analysis import queue as queue_tables
+from pglimits_core.analysis.runs import load_records
+from pglimits_core.analysis.seed_figures import AGREEMENT_SLACK, comparison_table
+from pglimits_core.plotting import html_report
+from pglimits_core.plotting.html_report import Section
+from pglimits_core.record.rundir import PARTIAL_SUFFIX
+
+GIB = 1024 ** 3
+
+
+def latest_manifest(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The newest run's manifest (run ids start with a UTC stamp); {} without runs."""
+    return max((r["manifest"] for r in records), key=lambda m: m["run_id"], default={})
+
+
+def _distinct(records: list[dict[str, Any]], getter) -> str:
+    """All distinct values across runs, so a study spread over two boxes cannot hide it."""
+    values = sorted({str(getter(r["manifest"])) for r in records})
+    return " | ".join(values) if values else "—"
+
+
+def hardware_table(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """CPU, cores, RAM, disk, fsync latency measured on the box, and core sharing."""
+    def host(key, default=None):
+        return lambda m: m.get("host", {}).get(key, default)
+
+    def disk(m):
+        fs = m.get("host", {}).get("filesystem", {})
+        kind = "rotational" if fs.get("rotational") else "non-rotational"
+        return f"{fs.get('device', '?')} {fs.get('fstype', '')} ({kind} per the kernel), " \
+               f"{(fs.get('total_bytes') or 0) / GIB:,.0f} GiB"
+
+    def fsync(m):
+        f = m.get("host", {}).get("fsync_8k") or {}
+        return f"median {f.get('median_us', float('nan')):.0f} µs, p99 {f.get('p99_us', float('nan')):.0f} µs " \
+               f"({f.get('method', 'not measured')}, n={f.get('n', 0)})"
+
+    facts = {"CPU model": host("cpu_model"), "logical cores": host("logical_cores"),
+             "physical cores": host("physical_cores"), "CPU quota (cgroup)": host("cgroup_cpu_max"),
+             "RAM": lambda m: f"{(host('ram_total_bytes', 0)(m) or 0) / GIB:.1f} GiB",
+             "disk": disk, "fsync 8 kB (measured on the box)": fsync, "OS": host("os"),
+             "client and server share cores": lambda m: m.get("cpu", {}).get("client_and_server_share_cores",
+                                                                             host("client_server_share_cores")(m)),
+             "git commit (dirty tree?)": lambda m: f"{m.get('git', {}).get('sha')} ({m.get('git', {}).get('dirty')})"}
+    return pd.DataFrame([{"fact": k, "value": _distinct(records, f)} for k, f in facts.items()])
+
+
+def server_versions(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Every server these runs measured, its version, extensions and setting fallbacks."""
+    rows = {}
+    for record in records:
+        for name, desc in record["manifest"].get("servers", {}).items():
+            settings = desc.get("settings", {})
+            rows[(name, desc.get("version"))] = {
+                "server": name, "version": desc.get("version"),
+                "extensions": ", ".join(f"{k} {v}" for k, v in settings.get("extensions", {}).items()),
+                "fallbacks": "; ".join(f"{k}: {v}" for k, v in settings.get("fallbacks", {}).items())}
+    return pd.DataFrame(list(rows.values()))
+
+
+def client_versions(records: list[dict[str, Any]]) -> pd.DataFrame:
+    names = sorted({n for r in records for n in r["manifest"].get("client_versions", {})})
+    return pd.DataFrame([{"client library": n,
+                          "version": _distinct(records, lambda m, n=n: m.get("client_versions", {}).get(n))}
+                         for n in names])
+
+
+def tuning_ledger(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Each server's tuned settings with the reason for each (as the servers described them)."""
+    rows = {}
+    for record in records:
+        for name, desc in record["manifest"].get("servers", {}).items():
+            for item in desc.get("settings", {}).get("tuning_ledger", []):
+                rows[(name, item.get("key"))] = {"server": name, "key": item.get("key"),
+                                                 "value": item.get("value"), "why": item.get("why")}
+    return pd.DataFrame(list(rows.values()))
+
+
+def server_settings(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Full settings each server reported (newest run wins), for the reference appendix."""
+    rows = {}
+    for record in sorted(records, key=lambda r: r["manifest"]["run_id"]):
+        for name, desc in record["manifest"].get("servers", {}).items():
+            for key, value in desc.get("settings", {}).items():
+                if key not in ("tuning_ledger", "extensions", "fallbacks"):
+                    rows[(name, key)] = {"server": name, "setting": key, "value": str(value)}
+    return pd.DataFrame(list(rows.values()))
+
+
+def method_table(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per experiment: loop kinds, warmup and measured window, runs and repetitions."""
+    rows = []
+    for record in records:
+        params = record["manifest"].get("params", {})
+        phases = params.get("spec", {}).get("phases", [])
+        loops = sorted({e.get("loop") for e in (record["summary"] or {}).get("entries", []) if e.get("loop")})
+        rows.append({"experiment": params.get("experiment"), "loops": "+".join(loops),
+                     "warmup_s": sum(p["duration_s"] for p in phases if p.get("warmup")),
+                     "window_s": sum(p["duration_s"] for p in phases if not p.get("warmup")),
+                     "point": (params.get("variant"), params.get("consumers"), params.get("rate"))})
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows)
+    return frame.groupby(["experiment", "loops", "warmup_s", "window_s"]).agg(
+        runs=("point", "size"), repetitions_per_point=("point", lambda p: p.value_counts().max())).reset_index()
+
+
+def planned_points(profile: str) -> set[tuple[str, str]]:
+    """(variant label, experiment) pairs the profile asks for."""
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.studies.queue import variant
+
+    queue = load_profile(profile).queue
+    labels = [variant(**spec).label for spec in queue.variants]
+    planned = {(label, exp) for label in labels for exp in ("throughput", "latency")}
+    if queue.cliff:
+        planned |= {(label, "cliff") for label in labels if not queue.cliff.variants or label in queue.cliff.variants}
+    return planned
+
+
+def not_run_table(records: list[dict[str, Any]], runs_root: Path, profile: str) -> pd.DataFrame:
+    """Failed runs (with their error), interrupted runs, and planned points with no complete run."""
+    rows = [{"what": f"{m['params'].get('experiment')} {m['params'].get('variant')}", "status": "failed",
+             "why": m.get("error") or "no error recorded", "run": m["run_id"]}
+            for m in (r["manifest"] for r in records) if m.get("status") == "failed"]
+    partial = sorted(runs_root.glob(f"*{PARTIAL_SUFFIX}")) if runs_root.exists() else []
+    rows += [{"what": p.name, "status": "interrupted",
+              "why": "the run's process stopped before finishing (Ctrl-C or crash); never read as data",
+              "run": p.name} for p in partial]
+    done = {(r["manifest"]["params"].get("variant"), r["manifest"]["params"].get("experiment"))
+            for r in records if r["manifest"].get("status") == "complete"}
+    rows += [{"what": f"{exp} {label}", "status": "missing", "run": "—",
+              "why": "planned by the profile but no complete run record: its server was unavailable "
+                     "or the point failed before recording (the workload notebook's outcome table says which)"}
+             for label, exp in sorted(planned_points(profile) - done)]
+    return pd.DataFrame(rows, columns=["what", "status", "why", "run"])
+
+
+def flag_points(table: pd.DataFrame) -> pd.DataFrame:
+    """A ``flags`` column first: client-bound, not sustained, backlog ran out — readable in HTML."""
+    if table.empty:
+        return table
+    checks = {"client-bound": "client_bound", "NOT SUSTAINED": "sustained", "backlog ran out": "backlog_ran_out"}
+    flags = []
+    for _, row in table.iterrows():
+        marks = [name for name, col in checks.items() if col in row and _flagged(name, row[col])]
+        marks += [f"SLO broken: {row['failed']}"] if str(row.get("failed", "")).strip() else []
+        flags.append("; ".join(marks))
+    return table.assign(flags=flags)[["flags", *table.columns]]
+
+
+def _flagged(name: str, value: Any) -> bool:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return False
+    return not bool(value) if name == "NOT SUSTAINED" else bool(value)
+
+
+def _fresh_figures(directory: Path, since: float) -> list[Path]:
+    """PNGs written by this report run (older files belong to another profile or run)."""
+    return sorted(p for p in directory.glob("queue-*.png") if p.stat().st_mtime >= since - 1)
+
+
+CLIENT_BOUND_NOTE = ("Flags: <span class='flag'>client-bound</span> = the load generator, not the server, "
+                     "ran out of CPU (the point is a floor for the server); <span class='flag'>NOT SUSTAINED</span> = "
+                     "achieved/consumed below 95 % of offered (its latency is not a claim at that rate); "
+                     "<span class='flag'>backlog ran out</span> = a burn-down emptied its prefill inside the "
+                     "window, so its rate is blanked.")
+
+
+def _seed_paragraphs() -> list[str]:
+    return ["The source documents ran on other hardware, so their absolute numbers are not comparable; "
+            "the <i>ratio</i> between two systems measured on the same box is. Seed figures are quoted from "
+            "<code>seeds/</code>; ours are computed from the tables above. Verdict: <b>agree</b> when our ratio "
+            f"lies within the seed's range widened ×{AGREEMENT_SLACK} each way; <b>same direction, different "
+            "size</b> when the same system wins; <b>differ</b> when the other one does. Latency pairs use the "
+            "offered rate both systems were measured at that is nearest the seed's (sustained rates first) — "
+            "the rate is named in each cell."]
+
+
+def queue_sections(tables: dict[str, pd.DataFrame], figures: list[Path]) -> list[Section]:
+    captions = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)",
+                "latency": "Latency at matched offered rates (open loop, from intended start)",
+                "cliff": "The cliff: highest sustainable rate and the first rate that failed",
+                "cliff_points": "Every rate-search probe"}
+    headline = [(captions[k], flag_points(tables[k])) for k in captions if k in tables]
+    extra = [(f"queue {k}", flag_points(t)) for k, t in tables.items() if k not in captions]
+    return [Section("Queue: headline tables", [CLIENT_BOUND_NOTE], headline),
+            Section("Queue: figures", figures=figures),
+            Section("Queue: resources and Postgres health", tables=extra, collapsed=True)]
+
+
+def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
+                   tables_dir: str = "") -> list[Section]:
+    """Every section of the report, computed from the profile's run records."""
+    from pglimits_core.config import FIGURES_DIR
+    from pglimits_core.studies.queue import default_runs_root
+
+    root = default_runs_root(profile, runs_root)
+    records = load_records("queue", root)
+    started = time.time()
+    tables = queue_tables.queue_report(profile, runs_root, figures_dir, tables_dir)
+    figures = _fresh_figures(Path(figures_dir) if figures_dir else FIGURES_DIR, started)
+    comparison = comparison_table(tables)
+    headline, figure_section, reference = queue_sections(tables, figures)
+    _write_table(comparison, "report-seed-comparison", tables_dir)
+    # Order: what the numbers are and what they mean first; long reference material (the
+    # ledger, resources, full settings) after the figures so a reader meets the results early.
+    return [Section("Hardware", tables=[("The box (from the run manifests)", hardware_table(records)),
+                                        ("Method per experiment", method_table(records))]),
+            Section("Versions", tables=[("Servers", server_versions(records)),
+                                        ("Client libraries", client_versions(records))]),
+            headline, figure_section,
+            Section("Beside the source documents (ratios between systems)", _seed_paragraphs(),
+                    [("Seed headline figures vs this study", comparison)]),
+            Section("What could not be run, and why", tables=[("Failed, interrupted and missing points",
+                                                                not_run_table(records, root, profile))]),
+            Section("Tuning ledger", ["Every non-default setting each server ran with, and why."],
+                    [("Tuned settings", tuning_ledger(records))]),
+            reference,
+            Section("Full server settings", tables=[("As each server reported them", server_settings(records))],
+                    collapsed=True)]
+
+
+def _write_table(table: pd.DataFrame, name: str, tables_dir: str) -> None:
+    from pglimits_core.config import results_dir
+
+    directory = Path(tables_dir) if tables_dir else results_dir() / "tables"
+    directory.mkdir(parents=True, exist_ok=True)
+    table.to_csv(directory / f"{name}.csv", index=False)
+    (directory / f"{name}.md").write_text(table.to_markdown(index=False) if not table.empty else "(no data)\n")
+
+
+def write_report(sections: list[Section], profile: str, report_path: str = "") -> Path:
+    """The self-contained HTML report (default ``data/results/report.html``); returns its path."""
+    from pglimits_core.config import results_dir
+
+    path = Path(report_path) if report_path else results_dir() / "report.html"
+    intro = (f"Profile <b>{profile}</b>. Every number below is computed from run records "
+             f"(<code>manifest.json</code>, <code>summary.json</code>); generated "
+             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")
+    return html_report.write(path, "PGLimits — study report", intro, sections)
+
+
+def section_table(sections: list[Section], title: str) -> pd.DataFrame:
+    """The first table of the section called ``title`` (for showing it in the notebook)."""
+    section = next(s for s in sections if s.title == title)
+    return section.tables[0][1] if section.tables else pd.DataFrame()

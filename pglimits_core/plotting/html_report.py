@@ -1,0 +1,90 @@
+"""A self-contained HTML page: sections of prose, tables (pandas ``to_html``) and figures
+embedded as base64 ``data:`` URIs, so the file can be mailed or opened offline with nothing
+beside it (no CSS, JS, fonts or images fetched from anywhere)."""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
+h1 { border-bottom: 2px solid #1f4e79; } h2 { color: #1f4e79; margin-top: 2.5rem; }
+table { border-collapse: collapse; font-size: 0.8rem; margin: 0.6rem 0 1.2rem; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
+th { background: #eef3f8; } tr:nth-child(even) td { background: #fafafa; }
+.flag { color: #a00000; font-weight: 600; }
+figure { margin: 1rem 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption, .caption { font-size: 0.85rem; color: #555; }
+.wide { overflow-x: auto; max-width: 100%; }
+details { margin: 0.5rem 0; } .note { background: #fff8e1; padding: 0.5rem 0.8rem; }
+"""
+
+MIME = {".png": "image/png", ".svg": "image/svg+xml"}
+
+
+@dataclass
+class Section:
+    """One heading with paragraphs, captioned tables and figures, in that order."""
+
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)
+    collapsed: bool = False  # long reference material (full settings) folds away
+
+
+def data_uri(path: Path) -> str:
+    """The file's bytes as a ``data:`` URI (PNG or SVG)."""
+    mime = MIME.get(path.suffix.lower())
+    if mime is None:
+        raise ValueError(f"cannot embed {path.name}: only {sorted(MIME)} are supported")
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
+
+
+def table_html(caption: str, table: pd.DataFrame) -> str:
+    if table is None or table.empty:
+        return f"<p class='caption'>{html.escape(caption)}: no data.</p>"
+    body = table.to_html(index=False, na_rep="—", border=0, escape=True, float_format=_number)
+    # wide tables scroll sideways inside their box instead of widening the whole page
+    return f"<p class='caption'><b>{html.escape(caption)}</b></p>\n<div class='wide'>{body}</div>"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def figure_html(path: Path) -> str:
+    caption = html.escape(path.stem)
+    return f"<figure><img alt='{caption}' src='{data_uri(path)}'><figcaption>{caption}</figcaption></figure>"
+
+
+def section_html(section: Section) -> str:
+    parts = [f"<p>{text}</p>" for text in section.paragraphs]  # paragraphs are trusted HTML we write
+    parts += [table_html(caption, table) for caption, table in section.tables]
+    parts += [figure_html(path) for path in section.figures]
+    inner = "\n".join(parts)
+    if section.collapsed:
+        inner = f"<details><summary>show</summary>\n{inner}\n</details>"
+    return f"<section><h2>{html.escape(section.title)}</h2>\n{inner}\n</section>"
+
+
+def render(title: str, intro: str, sections: list[Section]) -> str:
+    body = "\n".join(section_html(s) for s in sections)
+    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>\n"
+            f"<body><h1>{html.escape(title)}</h1>\n<p>{intro}</p>\n{body}\n</body></html>\n")
+
+
+def write(path: Path, title: str, intro: str, sections: list[Section]) -> Path:
+    """Write the page atomically (a reader never sees half a report); returns ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(render(title, intro, sections), encoding="utf-8")
+    tmp.replace(path)
+    return path
