@@ -54,6 +54,7 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
         "variant": producer.variant, "offered_per_s": producer.offered_rate,
         "achieved_per_s": producer.achieved_rate, "consumed_per_s": consumed, "sustained": sustained,
         "enqueue_p50_ms": producer.get("latency_p50_ms"), "enqueue_p99_ms": producer.get("latency_p99_ms"),
+        "claim_p50_ms": consumer.get("claim_p50_ms"), "claim_p99_ms": consumer.get("claim_p99_ms"),
         "e2e_p50_ms": consumer.get("end_to_end_p50_ms"), "e2e_p95_ms": consumer.get("end_to_end_p95_ms"),
         "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "client_bound": producer.client_bound,
         "lost": producer.lost, "duplicates": producer.duplicates})

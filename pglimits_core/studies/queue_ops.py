@@ -54,11 +54,15 @@ class EnqueueOp(QueueOp):
 
 
 class ConsumeOp(QueueOp):
-    """Claim up to ``batch`` messages, note their end-to-end latency, acknowledge them."""
+    """Claim up to ``batch`` messages, acknowledge them; report per message the end-to-end
+    latency (enqueue stamp to claimed) and per call the claim's own round trip ("claim": the
+    consumer is closed loop, so this is a service time, the driver's "service_time" being
+    claim + ack)."""
 
     name = "consume"
 
     def __call__(self) -> int | OpOutcome:
+        started_ns = time.monotonic_ns()
         messages = self.adapter.claim(self.batch)
         if not messages:
             return 0
@@ -66,7 +70,8 @@ class ConsumeOp(QueueOp):
         decoded = [decode(m.payload) for m in messages]
         self.adapter.ack([m.id for m in messages])
         self.ids.extend(message_id for message_id, _ in decoded)
-        return OpOutcome(len(messages), {"end_to_end": [claimed_ns - enq for _, enq in decoded]})
+        return OpOutcome(len(messages), {"end_to_end": [claimed_ns - enq for _, enq in decoded],
+                                         "claim": [claimed_ns - started_ns]})
 
 
 class SteadyEnqueueOp(EnqueueOp):
