@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from pglimits_core.analysis import queue_health
-from pglimits_core.analysis.runs import entry_rows, load_records
+from pglimits_core.analysis.runs import by_role, entry_rows, load_records
 from pglimits_core.load.ratesearch import PointResult, Slo
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 
@@ -44,8 +44,7 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame.experiment == "latency"]
     if rows.empty:
         return pd.DataFrame()
-    producer = rows[rows.role == "producer"].set_index("run_id")
-    consumer = rows[rows.role == "consumer"].set_index("run_id")
+    producer, consumer = by_role(rows)
     # Sustained means the producers kept the offered rate AND the consumers kept up with it;
     # otherwise the backlog grew and the latencies describe a queue filling up, not a rate.
     consumed = consumer.items_per_s.reindex(producer.index)
@@ -66,8 +65,7 @@ def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame.experiment == "cliff"]
     if rows.empty:
         return pd.DataFrame()
-    producer = rows[rows.role == "producer"].set_index("run_id")
-    consumer = rows[rows.role == "consumer"].set_index("run_id")
+    producer, consumer = by_role(rows)
     table = pd.DataFrame({"variant": producer.variant, "offered_per_s": producer.offered_rate,
                           "produced_per_s": producer.items_per_s, "consumed_per_s": consumer.items_per_s,
                           "achieved_per_s": producer.achieved_rate,

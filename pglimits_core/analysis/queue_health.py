@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pglimits_core.analysis.runs import by_role
+
 SAMPLERS_FILE = "samplers.parquet"
 
 
@@ -60,8 +62,7 @@ def _latency_runs(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame.experiment == "latency"]
     if rows.empty:
         return rows
-    producer = rows[rows.role == "producer"].set_index("run_id")
-    consumer = rows[rows.role == "consumer"].set_index("run_id")
+    producer, consumer = by_role(rows)
     return producer.assign(consumed_per_s=consumer.items_per_s).reset_index()
 
 

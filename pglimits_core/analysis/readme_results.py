@@ -1,6 +1,8 @@
 """The README's results block, generated from committed run records — never typed by hand.
 
-``python -m pglimits_core.analysis.readme_results --profile reference`` rewrites the text
+``python -m pglimits_core.record.export --profile reference`` copies the runs into
+``data/results/reference/runs``; ``python -m pglimits_core.analysis.readme_results --profile
+reference`` then rewrites the text
 between the two markers in README.md: the hardware line, a headline table per queue variant
 (median over repetitions with min–max), the figures, and links to the full tables and report.
 """
@@ -15,7 +17,7 @@ import pandas as pd
 from pglimits_core.analysis import queue as queue_tables
 from pglimits_core.analysis.runs import load_records
 from pglimits_core.config import PROJECT_ROOT
-from pglimits_core.studies.queue import default_runs_root
+from pglimits_core.record.export import committed_runs_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 FIGURES = ["queue-consumer-sweep", "queue-steady-state", "queue-latency", "queue-cliff", "queue-dead-tuples"]
@@ -54,7 +56,9 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def results_block(profile: str) -> str:
-    root = default_runs_root(profile)
+    """From the *committed* records (``data/results/<profile>/runs``), so a fresh clone can
+    regenerate exactly this block."""
+    root = committed_runs_root(profile)
     records = load_records("queue", root)
     tables = queue_tables.queue_report(profile, str(root))
     lines = [START, f"### Queue results (profile `{profile}`, generated from its run records)", "",

@@ -37,6 +37,12 @@ def entry_rows(records: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def by_role(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Producer and consumer rows of the same runs, each indexed by run id."""
+    return (rows[rows.role == "producer"].set_index("run_id"),
+            rows[rows.role == "consumer"].set_index("run_id"))
+
+
 def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     params = manifest.get("params", {})
     outcome = params.get("outcome", {})

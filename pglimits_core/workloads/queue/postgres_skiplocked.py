@@ -31,15 +31,17 @@ SCHEMA_SQL = [
 
 ENQUEUE_SQL = f"INSERT INTO {TABLE} (payload) SELECT unnest(%s::bytea[]) RETURNING id"
 
-CLAIM_SQL = f"""UPDATE {TABLE}
-SET claimed_at = now(), claimed_by = %s, attempts = attempts + 1
-WHERE id IN (
-    SELECT id FROM {TABLE}
+# Both variants pick the next jobs with the very same subquery, so they differ only in what
+# they do with them (mark claimed vs delete) — the comparison is fair by construction.
+NEXT_JOBS_SQL = f"""SELECT id FROM {TABLE}
     WHERE claimed_at IS NULL AND visible_at <= now()
     ORDER BY id
     LIMIT %s
-    FOR UPDATE SKIP LOCKED
-)
+    FOR UPDATE SKIP LOCKED"""
+
+CLAIM_SQL = f"""UPDATE {TABLE}
+SET claimed_at = now(), claimed_by = %s, attempts = attempts + 1
+WHERE id IN ({NEXT_JOBS_SQL})
 RETURNING id, payload"""
 
 ACK_SQL = f"DELETE FROM {TABLE} WHERE id = ANY(%s::bigint[])"
@@ -49,13 +51,7 @@ SET claimed_at = NULL, claimed_by = NULL, visible_at = now() + make_interval(sec
 WHERE id = ANY(%s::bigint[])"""
 
 DELETE_CLAIM_SQL = f"""DELETE FROM {TABLE}
-WHERE id IN (
-    SELECT id FROM {TABLE}
-    WHERE claimed_at IS NULL AND visible_at <= now()
-    ORDER BY id
-    LIMIT %s
-    FOR UPDATE SKIP LOCKED
-)
+WHERE id IN ({NEXT_JOBS_SQL})
 RETURNING id, payload"""
 
 # Delete-mode has no claimed row to release, so a nack re-inserts the job, delayed.

@@ -1,0 +1,39 @@
+"""Copy a profile's finished run records into ``data/results/<profile>/runs/`` for committing.
+
+Only what the tables, figures and report are computed from travels: manifest, summary, the
+per-second series and sampler series (tens of kB per run). The HDR histograms stay behind
+with the raw runs (``data/runs/``, git-ignored). ``.partial`` runs are never exported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from pglimits_core.config import results_dir, runs_dir
+from pglimits_core.record.rundir import finished_runs
+
+EXPORTED_FILES = ("manifest.json", "summary.json", "timeseries.parquet", "samplers.parquet")
+
+
+def committed_runs_root(profile: str) -> Path:
+    return results_dir() / profile / "runs"
+
+
+def export_runs(profile: str, source: Path | None = None) -> Path:
+    """Replace ``data/results/<profile>/runs`` with the profile's finished runs; returns it."""
+    target = committed_runs_root(profile)
+    shutil.rmtree(target, ignore_errors=True)
+    for run in finished_runs(source or runs_dir() / profile):
+        (target / run.name).mkdir(parents=True)
+        for name in EXPORTED_FILES:
+            if (run / name).exists():
+                shutil.copy2(run / name, target / run.name / name)
+    return target
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="reference")
+    print(export_runs(parser.parse_args().profile))
