@@ -75,6 +75,8 @@ class Profile(Strict):
     name: str
     description: str = ""
     seed: int = 42
+    #: server name -> URL/DSN of a server you run (e.g. docker compose); attached, never started
+    external: dict[str, str] = Field(default_factory=dict)
     queue: QueueProfile
 
 

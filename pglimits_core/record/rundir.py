@@ -18,6 +18,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
@@ -74,6 +75,23 @@ def _timeseries_bytes(run: RunResult) -> bytes:
     return buffer.getvalue()
 
 
+#: A run record is tens of kB, but its servers' data (WAL, heap) grows on the same disk during
+#: the run; below this we refuse to start a run rather than die with half a record written.
+MIN_FREE_BYTES = 1 << 30
+
+
+def ensure_free_space(path: Path, min_bytes: int = MIN_FREE_BYTES) -> None:
+    """One-line error when the disk holding ``path`` has less than ``min_bytes`` free."""
+    probe = Path(path)
+    while not probe.exists():
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if free < min_bytes:
+        raise PGLimitsError(f"disk nearly full: {free / 2**20:,.0f} MiB free under {probe} "
+                            f"(a run needs {min_bytes / 2**20:,.0f} MiB)",
+                            "free space, or point PGLIMITS_DATA_DIR/PGLIMITS_STATE_DIR at a larger disk")
+
+
 class RunDirectory:
     """A run being written. Use ``create`` then ``write_result`` then ``finish`` (or ``with``)."""
 
@@ -88,6 +106,7 @@ class RunDirectory:
     def create(cls, manifest: Manifest, root: Path | None = None) -> RunDirectory:
         """Make ``<root>/<run_id>.partial`` with a "running" manifest (root: ``runs_dir()``)."""
         run_dir = cls(manifest.model_copy(update={"status": "running"}), Path(root or runs_dir()))
+        ensure_free_space(run_dir.path.parent)
         if run_dir.final_path.exists() or run_dir.path.exists():
             raise PGLimitsError(f"run directory {run_dir.final_path} already exists",
                                 "use a new run id (record.rundir.new_run_id)")

@@ -133,10 +133,17 @@ def pid_alive(pid: int) -> bool:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` with mode 0700 (server data is nobody else's business)."""
+    """Create ``path`` with mode 0700 (server data is nobody else's business).
+
+    An existing directory only loses access for *others*: its group bits are left alone,
+    because on a directory with an ACL they are the ACL mask, and resetting the mask would
+    revoke the traverse-only grant the Postgres OS user relies on (pg_install.grant_traverse).
+    """
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        path.chmod(0o700)
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        mode = path.stat().st_mode
+        if mode & 0o007:
+            path.chmod(mode & 0o7770)
     except OSError as exc:
         raise PGLimitsError(f"cannot create data directory {path}: {exc.strerror}",
                             "point PGLIMITS_STATE_DIR at a writable directory") from exc

@@ -288,7 +288,7 @@ def run_profile(profile_name: str, runs_root: str | None = None, progress: bool 
     root = default_runs_root(profile_name, runs_root)
     variants = [variant(**spec) for spec in profile.queue.variants]
     servers = sorted({v.server for v in variants})
-    with study_servers(servers) as fleet:
+    with study_servers(servers, external=profile.external) as fleet:
         ctx = build_context(fleet, runs_root=root)
         usable = [v for v in variants if v.server in fleet.endpoints]
         queue_profile = profile.queue.model_copy(update={"variants": [
