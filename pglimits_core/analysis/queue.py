@@ -98,7 +98,8 @@ def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-RECOVERY_COLUMNS = ["variant", "kill_target", "confirmed", "lost", "recovery_s", "durable", "note"]
+RECOVERY_COLUMNS = ["variant", "kill_target", "confirmed", "lost", "recovery_s", "wal_to_replay_mb",
+                    "durable", "note"]
 
 
 def recovery_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -121,7 +122,12 @@ def _recovery_row(run) -> dict:
     return {"variant": run.variant, "kill_target": outcome.get("kill_target"),
             "confirmed": outcome.get("confirmed"), "lost": outcome.get("lost"),
             "recovery_s": first if first is not None else outcome.get("recovery_s"),
+            "wal_to_replay_mb": _mb(outcome.get("state_at_kill", {}).get("wal_to_replay_bytes")),
             "durable": outcome.get("durable_config"), "note": _recovery_note(outcome)}
+
+
+def _mb(value: float | None) -> float | None:
+    return None if value is None else round(value / 2**20, 1)
 
 
 def _recovery_note(outcome: dict) -> str:

@@ -51,7 +51,8 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         med = group.groupby("variant").agg(p99=("e2e_p99_ms", "median"), ok=("sustained", "all"))
         head[f"e2e p99 ms at {rate:,.0f}/s"] = med.apply(lambda r: f"{r.p99:.2f}" if r.ok else "not sustained", axis=1)
     if not tables["cliff"].empty:
-        head["highest sustained rate (cliff)"] = tables["cliff"].set_index("variant").sustainable_per_s
+        head["highest sustained rate (cliff), msg/s"] = tables["cliff"].set_index("variant").sustainable_per_s.map(
+            lambda rate: f"{rate:,.0f}")
     return head.reset_index().rename(columns={"index": "variant"}).fillna("—")
 
 
@@ -70,8 +71,10 @@ def results_block(profile: str) -> str:
     recovery = tables.get("recovery")
     if recovery is not None and not recovery.empty:
         lines += ["Crash drill (SIGKILL mid-load, restart, time to the first successful claim):", "",
-                  recovery[["variant", "kill_target", "confirmed", "lost", "recovery_s", "durable"]]
-                  .to_markdown(index=False), ""]
+                  recovery[["variant", "kill_target", "confirmed", "lost", "recovery_s", "wal_to_replay_mb", "durable"]]
+                  .round({"recovery_s": 3}).to_markdown(index=False), "",
+                  "Postgres restart time is WAL replay: `wal_to_replay_mb` is the WAL written since the last "
+                  "checkpoint when the server was killed (bounded by `checkpoint_timeout`/`max_wal_size`).", ""]
     lines += [f"![{name}](figures/{name}.png)" for name in FIGURES if (PROJECT_ROOT / "figures" / f"{name}.png").exists()]
     return "\n".join([*lines, END])
 

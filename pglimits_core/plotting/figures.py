@@ -56,7 +56,8 @@ def consumer_sweep_chart(table: pd.DataFrame, title: str = "Queue throughput vs 
         ax.scatter(bound.consumers, bound.jobs_per_s, s=120, facecolors="none", edgecolors="black")
     ax.set(xscale="log", xlabel="consumers (worker processes)", ylabel="jobs/s consumed",
            title=f"{title}\n(black rings: client-bound — the harness, not the server, was the limit)")
-    ax.set_xticks(sorted(table.consumers.unique()), labels=[str(c) for c in sorted(table.consumers.unique())])
+    ticks = sorted(int(c) for c in table.consumers.unique())
+    ax.set_xticks(ticks, labels=[str(c) for c in ticks])
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

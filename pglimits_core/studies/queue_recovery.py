@@ -99,6 +99,28 @@ def confirmed_ids(ledger: Path) -> list[str]:
 
 
 # --- the kill -------------------------------------------------------------------------------------
+def postgres_wal_to_replay(url: str) -> dict[str, Any]:
+    """WAL written since the last checkpoint's redo point: what crash recovery must replay, the
+    main driver of Postgres restart time (checkpoint_timeout and max_wal_size bound it)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), redo_lsn), checkpoint_time "
+                           "FROM pg_control_checkpoint()").fetchone()
+    return {"wal_to_replay_bytes": int(row[0]), "last_checkpoint": row[1].isoformat()}
+
+
+# What a server's crash will cost, read just before the kill (servers without an entry: nothing).
+CRASH_STATE = {"postgres": postgres_wal_to_replay}
+
+
+def state_at_kill(server_name: str, url: str) -> dict[str, Any]:
+    probe = CRASH_STATE.get(server_name)
+    try:
+        return probe(url) if probe else {}
+    except Exception as exc:  # the state is context, not the measurement: note it and kill anyway
+        return {"state_error": f"{type(exc).__name__}: {exc}"}
+
 def kill_server_tree(server: Any) -> dict[str, Any]:
     """SIGKILL the server's process group and every descendant: Postgres backends call setsid()
     into groups of their own, so the postmaster's group alone would leave them holding the
@@ -219,6 +241,7 @@ def load_then_kill(server: Any, v: QueueVariant, url: str, ledger: Path, rate: f
     target = KILL_TARGETS[v.server]
     killed = {"target": target, "producer_pid": producer.pid}
     if target == "server":
+        killed["state"] = state_at_kill(v.server, url)
         killed.update(kill_server_tree(server))
     kill_process(producer)  # the crash itself for SQLite; for the servers, the load stops here
     return killed
