@@ -22,6 +22,7 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.servers import pg_install
 from pglimits_core.servers.base import Endpoint
 from pglimits_core.studies.calibration import closed_loop_rate
+from pglimits_core.studies.noop_ops import PostgresOp, RedisOp
 from pglimits_core.workloads.queue.postgres_skiplocked import DELETE_CLAIM_SQL, SCHEMA_SQL, TABLE
 
 PAYLOAD_BYTES = 256
@@ -48,44 +49,27 @@ class Comparison:
         return self.harness_per_s / self.tool_per_s if self.tool_per_s else float("nan")
 
 
-class DeleteModeClaim:
+class DeleteModeClaim(PostgresOp):
     """One delete-mode claim of ``batch`` jobs per call; items = jobs claimed."""
 
     name = "claim_delete"
 
     def __init__(self, url: str, batch: int):
-        self.url, self.sql = url, delete_mode_sql(batch)
-
-    def open(self) -> None:
-        self.conn = psycopg.connect(self.url, autocommit=True)
-        self.cursor = self.conn.cursor()
+        super().__init__(url)
+        self.sql = delete_mode_sql(batch)
 
     def __call__(self) -> int:
         self.cursor.execute(self.sql, prepare=True)
         return len(self.cursor.fetchall())
 
-    def close(self) -> None:
-        self.conn.close()
 
-
-class RedisRotate:
+class RedisRotate(RedisOp):
     """LMOVE from a list onto itself: never empty, O(1), the same command redis-benchmark runs."""
 
     name = "lmove"
 
-    def __init__(self, url: str):
-        self.url = url
-
-    def open(self) -> None:
-        import redis
-
-        self.client = redis.Redis.from_url(self.url)
-
     def __call__(self) -> None:
-        self.client.lmove(REDIS_LIST, REDIS_LIST, "RIGHT", "LEFT")
-
-    def close(self) -> None:
-        self.client.close()
+        self.conn.lmove(REDIS_LIST, REDIS_LIST, "RIGHT", "LEFT")
 
 
 def refill_jobs(url: str, jobs: int) -> None:

@@ -1,7 +1,8 @@
 """The cheapest real round trip per system: the harness ceiling (SELECT 1, PING, GET /).
 
 A study's figure is only a claim about the server when it is well below what the harness can
-do against a no-op on the same box; these operations measure that ceiling.
+do against a no-op on the same box; these operations measure that ceiling. The connection
+bases (``PostgresOp``, ``RedisOp``) are shared with other one-statement operations.
 """
 
 from __future__ import annotations
@@ -9,77 +10,79 @@ from __future__ import annotations
 import urllib.request
 
 
-class PostgresNoop:
-    name = "select_1"
+class ConnectedOp:
+    """A load operation holding one connection, opened in the worker process (see load.operation)."""
+
+    name = "op"
 
     def __init__(self, url: str):
         self.url = url
 
     def open(self) -> None:
+        self.conn = self.connect()
+
+    def connect(self):
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class PostgresOp(ConnectedOp):
+    def connect(self):
         import psycopg
 
-        self.conn = psycopg.connect(self.url, autocommit=True)
-        self.cursor = self.conn.cursor()
+        conn = psycopg.connect(self.url, autocommit=True)
+        self.cursor = conn.cursor()
+        return conn
+
+
+class RedisOp(ConnectedOp):
+    def connect(self):
+        import redis
+
+        return redis.Redis.from_url(self.url)
+
+
+class PostgresNoop(PostgresOp):
+    name = "select_1"
 
     def __call__(self) -> None:
         self.cursor.execute("SELECT 1", prepare=True)
         self.cursor.fetchone()
 
-    def close(self) -> None:
-        self.conn.close()
 
-
-class RedisNoop:
+class RedisNoop(RedisOp):
     name = "ping"
 
-    def __init__(self, url: str):
-        self.url = url
-
-    def open(self) -> None:
-        import redis
-
-        self.client = redis.Redis.from_url(self.url)
-
     def __call__(self) -> None:
-        self.client.ping()
-
-    def close(self) -> None:
-        self.client.close()
+        self.conn.ping()
 
 
-class SQLiteNoop:
+class SQLiteNoop(ConnectedOp):
     name = "select_1"
 
-    def __init__(self, url: str):
-        self.url = url
-
-    def open(self) -> None:
+    def connect(self):
         from pglimits_core.servers.sqlite import connect
 
-        self.conn = connect(self.url)
+        return connect(self.url)
 
     def __call__(self) -> None:
         self.conn.execute("SELECT 1").fetchone()
 
-    def close(self) -> None:
-        self.conn.close()
 
-
-class HttpNoop:
+class HttpNoop(ConnectedOp):
     name = "http_get_root"
 
-    def __init__(self, url: str):
-        self.url = url
-
-    def open(self) -> None:
-        self.opener = urllib.request.build_opener()
+    def connect(self):
+        return urllib.request.build_opener()
 
     def __call__(self) -> None:
-        with self.opener.open(self.url + "/", timeout=5) as response:
+        with self.conn.open(self.url + "/", timeout=5) as response:
             response.read()
 
     def close(self) -> None:
-        pass
+        pass  # an opener holds no connection between requests
 
 
 NOOP_OPS = {"postgres": PostgresNoop, "redis": RedisNoop, "sqlite": SQLiteNoop,
