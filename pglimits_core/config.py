@@ -30,3 +30,8 @@ def runs_dir() -> Path:
 
 def results_dir() -> Path:
     return data_dir() / "results"
+
+
+def profile_runs_dir(profile: str, override: str | Path | None = None) -> Path:
+    """Where a profile's run records go: ``override`` if given, else ``data/runs/<profile>``."""
+    return Path(override) if override else runs_dir() / profile

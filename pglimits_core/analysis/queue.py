@@ -154,11 +154,10 @@ def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
                  tables_dir: str = "") -> dict[str, pd.DataFrame]:
     """All queue tables of a profile's runs; figures saved (PNG + SVG) for every table with data
     (default ``figures/``); tables as Markdown + CSV (default ``data/results/tables/``)."""
-    from pglimits_core.config import results_dir
+    from pglimits_core.config import profile_runs_dir, results_dir
     from pglimits_core.plotting import figures
-    from pglimits_core.studies.queue import default_runs_root
 
-    frame = queue_frame(default_runs_root(profile, runs_root))
+    frame = queue_frame(profile_runs_dir(profile, runs_root))
     figures_dir = Path(figures_dir) if figures_dir else None
     tables_dir = Path(tables_dir) if tables_dir else results_dir() / "tables"
     tables = {"throughput": throughput_table(frame), "steady": throughput_table(frame, "steady"),
@@ -196,6 +195,6 @@ def _write_tables(tables: dict[str, pd.DataFrame], directory: Path) -> None:
 def servers_table(profile: str, runs_root: str = "") -> pd.DataFrame:
     """Versions of the servers these queue runs measured (from their manifests)."""
     from pglimits_core.analysis.runs import versions_table
-    from pglimits_core.studies.queue import default_runs_root
+    from pglimits_core.config import profile_runs_dir
 
-    return versions_table(load_records("queue", default_runs_root(profile, runs_root)))
+    return versions_table(load_records("queue", profile_runs_dir(profile, runs_root)))

@@ -207,10 +207,9 @@ def queue_sections(tables: dict[str, pd.DataFrame], figures: list[Path]) -> list
 def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
                    tables_dir: str = "") -> list[Section]:
     """Every section of the report, computed from the profile's run records."""
-    from pglimits_core.config import FIGURES_DIR
-    from pglimits_core.studies.queue import default_runs_root
+    from pglimits_core.config import FIGURES_DIR, profile_runs_dir
 
-    root = default_runs_root(profile, runs_root)
+    root = profile_runs_dir(profile, runs_root)
     records = load_records("queue", root)
     started = time.time()
     tables = queue_tables.queue_report(profile, runs_root, figures_dir, tables_dir)

@@ -12,7 +12,7 @@ import yaml
 from pglimits_core import profiles
 from pglimits_core.config import PROFILES_DIR
 from pglimits_core.record.rundir import finished_runs
-from pglimits_core.studies import queue as queue_study
+from pglimits_core.studies import queue_profile as queue_study
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,97 @@
+"""The queue study as a profile describes it: plan every point, run them, keep the failures.
+
+``run_profile`` is what the notebook calls: servers up (or attached), context, every
+experiment of the profile, crash drills last (they kill servers), servers down.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pglimits_core.config import profile_runs_dir
+from pglimits_core.studies.queue import (
+    QueueVariant,
+    cliff,
+    latency_point,
+    steady_point,
+    throughput_point,
+    variant,
+)
+from pglimits_core.studies.runner import Context
+
+
+def run_queue_study(ctx: Context, profile: Any, seed: int, progress: bool = True) -> dict[str, Any]:
+    """Every experiment of ``profile`` (a ``profiles.QueueProfile``); failures are kept, not raised."""
+    from tqdm.auto import tqdm
+
+    variants = [variant(**spec) for spec in profile.variants]
+    points = _planned_points(profile, variants)
+    outcome: dict[str, Any] = {"runs": [], "failures": [], "cliffs": {}}
+    for name, label, call in tqdm(points, desc="queue study", disable=not progress):
+        try:
+            result = call(ctx, seed)
+            if name == "cliff":
+                outcome["cliffs"][label] = result
+            else:
+                outcome["runs"].append(result)
+        except Exception as exc:  # one system failing must not stop the others
+            outcome["failures"].append({"experiment": name, "variant": label, "error": f"{type(exc).__name__}: {exc}"})
+    return outcome
+
+
+def _planned_points(profile: Any, variants: list[QueueVariant]) -> list[tuple[str, str, Any]]:
+    t, lat, cl, st = profile.throughput, profile.latency, profile.cliff, profile.steady
+    points = []
+    for _ in range(profile.repetitions):
+        for v in variants:
+            points += [("throughput", v.label, _bind(throughput_point, v, consumers=c, prefill_count=t.prefill,
+                                                     duration_s=t.duration_s, warmup_s=t.warmup_s))
+                       for c in t.consumers]
+            points += [("steady", v.label, _bind(steady_point, v, consumers=c, producers=st.producers,
+                                                 target_depth=st.target_depth, duration_s=st.duration_s,
+                                                 warmup_s=st.warmup_s)) for c in (st.consumers if st else [])]
+            points += [("latency", v.label, _bind(latency_point, v, rate=r, producers=lat.producers,
+                                                  consumers=lat.consumers, duration_s=lat.duration_s,
+                                                  warmup_s=lat.warmup_s)) for r in lat.rates]
+    for v in variants:
+        if cl and (not cl.variants or v.label in cl.variants):
+            points.append(("cliff", v.label, _bind(cliff, v, start_rate=cl.start_rate, producers=cl.producers,
+                                                   consumers=cl.consumers, probe_s=cl.probe_s,
+                                                   p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes)))
+    return points
+
+
+def _bind(function, v: QueueVariant, **kwargs: Any):
+    return lambda ctx, seed: function(ctx, v, seed=seed, **kwargs)
+
+
+def run_profile(profile_name: str, runs_root: str | None = None, progress: bool = True,
+                run: bool = True) -> dict[str, Any] | None:
+    """The queue study of a profile end to end: servers up, context, every experiment, servers down.
+
+    Returns the outcome (runs, cliffs, failures) plus ``unavailable`` servers with their reasons;
+    ``run=False`` does nothing (a notebook re-rendering existing records). Records go to
+    ``runs_root`` (default ``data/runs/<profile>``).
+    """
+    if not run:
+        return None
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.studies.runner import build_context
+    from pglimits_core.studies.session import study_servers
+
+    profile = load_profile(profile_name)
+    root = profile_runs_dir(profile_name, runs_root)
+    variants = [variant(**spec) for spec in profile.queue.variants]
+    servers = sorted({v.server for v in variants})
+    with study_servers(servers, external=profile.external) as fleet:
+        ctx = build_context(fleet, runs_root=root)
+        usable = [v for v in variants if v.server in fleet.endpoints]
+        queue_profile = profile.queue.model_copy(update={"variants": [
+            spec for spec, v in zip(profile.queue.variants, variants, strict=True) if v in usable]})
+        outcome = run_queue_study(ctx, queue_profile, profile.seed, progress)
+        if profile.queue.recovery:  # last: it kills and restarts the servers the others measured
+            from pglimits_core.studies.queue_recovery import run_recovery
+
+            run_recovery(ctx, fleet, profile.queue.recovery, usable, profile.seed, outcome)
+    outcome["unavailable"] = dict(fleet.unavailable)
+    return outcome
