@@ -72,8 +72,9 @@ def execute(name: str, profile: str, figures_dir: str = "") -> tuple[str, str | 
     target.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:
+        # the notebook's stderr (its study progress bar: point, count, time left) is streamed here
         papermill.execute_notebook(str(source), str(target), parameters=parameters,
-                                   cwd=str(NOTEBOOKS_DIR), progress_bar=True)
+                                   cwd=str(NOTEBOOKS_DIR), progress_bar=False, stderr_file=sys.stderr)
     except papermill.PapermillExecutionError as exc:
         return "failed", f"{exc.ename}: {exc.evalue}"[:500], time.monotonic() - started
     return "complete", None, time.monotonic() - started
@@ -117,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{index}/{len(names)}] {name}: {result} in {elapsed:.0f}s" + (f" — {error}" if error else ""))
     failed = {n: s for n, s in status.items() if n in names and s["status"] != "complete"}
     print(f"run_all: {len(names) - len(failed)} of {len(names)} notebooks complete; executed copies in "
-          f"{executed_dir(args.profile)}; figures in figures/; tables in data/results/tables/")
+          f"{executed_dir(args.profile)}; figures in {args.figures_dir or 'figures/'}; "
+          f"tables in {data_dir() / 'results' / 'tables'}")
     return 1 if failed else 0
 
 

@@ -48,8 +48,9 @@ def consumer_sweep_chart(table: pd.DataFrame, title: str = "Queue throughput vs 
     fig, ax = plt.subplots(figsize=(8, 5))
     for variant, group in table.groupby("variant"):
         group = group.sort_values("consumers")
-        ax.errorbar(group.consumers, group.jobs_per_s,
-                    yerr=[group.jobs_per_s - group.min_jobs_per_s, group.max_jobs_per_s - group.jobs_per_s],
+        spread = [(group.jobs_per_s - group.min_jobs_per_s).to_numpy(),
+                  (group.max_jobs_per_s - group.jobs_per_s).to_numpy()]
+        ax.errorbar(group.consumers.to_numpy(), group.jobs_per_s.to_numpy(), yerr=spread,
                     marker="o", capsize=3, color=colour_for(variant), label=variant,
                     linestyle=line_style_for(variant, table.variant))
         bound = group[group.client_bound]

@@ -6,6 +6,7 @@ experiment of the profile, crash drills last (they kill servers), servers down.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from pglimits_core.config import profile_runs_dir
@@ -22,12 +23,16 @@ from pglimits_core.studies.runner import Context
 
 def run_queue_study(ctx: Context, profile: Any, seed: int, progress: bool = True) -> dict[str, Any]:
     """Every experiment of ``profile`` (a ``profiles.QueueProfile``); failures are kept, not raised."""
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     variants = [variant(**spec) for spec in profile.variants]
     points = _planned_points(profile, variants)
     outcome: dict[str, Any] = {"runs": [], "failures": [], "cliffs": {}}
-    for name, label, call in tqdm(points, desc="queue study", disable=not progress):
+    # Plain text on stderr (not a widget): run_all.py streams it, so a long study shows which
+    # point runs, how many are done and the time left; mininterval keeps the notebook small.
+    bar = tqdm(points, desc="queue study", disable=not progress, file=sys.stderr, mininterval=5)
+    for name, label, call in bar:
+        bar.set_postfix_str(f"{name}: {label}", refresh=False)
         try:
             result = call(ctx, seed)
             if name == "cliff":
