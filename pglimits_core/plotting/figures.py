@@ -33,6 +33,12 @@ def line_style_for(variant: str, variants) -> str:
     return LINE_STYLES[siblings.index(variant) % len(LINE_STYLES)]
 
 
+def _finish(ax) -> None:
+    """The look every chart shares: light grid, small legend."""
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def save_figure(fig: plt.Figure, name: str, directory: Path | None = None) -> list[Path]:
     """Write ``name``.png (150 dpi) and ``name``.svg; returns both paths."""
     directory = Path(directory or FIGURES_DIR)
@@ -60,8 +66,7 @@ def consumer_sweep_chart(table: pd.DataFrame, title: str = "Queue throughput vs 
     ticks = sorted(int(c) for c in table.consumers.unique())
     ax.set_xticks(ticks, labels=[str(c) for c in ticks])
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish(ax)
     return fig
 
 
@@ -77,8 +82,7 @@ def latency_chart(table: pd.DataFrame) -> plt.Figure:
         ax.scatter(failed.offered_per_s, failed.e2e_p99_ms, marker="x", s=100, color="black")
     ax.set(yscale="log", xlabel="offered rate (msg/s, open loop)", ylabel="end-to-end latency (ms)",
            title="Queue latency at matched rates (lines p99, dots p50; × = rate not sustained)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish(ax)
     return fig
 
 
@@ -95,8 +99,7 @@ def cliff_chart(points: pd.DataFrame) -> plt.Figure:
         ax.scatter(failed.offered_per_s, failed.consumed_per_s, s=140, facecolors="none", edgecolors="red")
     ax.set(xlabel="offered rate (msg/s)", ylabel="consumed rate (msg/s)",
            title="The cliff: highest sustainable rate per system (red rings: SLO broken)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish(ax)
     return fig
 
 
@@ -108,6 +111,5 @@ def dead_tuples_chart(series: pd.DataFrame) -> plt.Figure:
                 linestyle=line_style_for(variant, series.variant), label=variant)
     ax.set(xlabel="seconds since run start (warmup included)", ylabel="dead tuples (queue tables)",
            title="Postgres queue health: dead tuples under churn (autovacuum naptime 10 s)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish(ax)
     return fig
