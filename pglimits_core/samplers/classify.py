@@ -22,8 +22,10 @@ capacity) and the reason says which figures led there.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections.abc import Iterable
+from typing import Any
 
 #: fraction of a CPU ceiling counted as "saturated": per-second samples never reach 100 %
 #: (scheduler gaps, the sampler itself, other tenants on a shared VM), and 85 % is where queueing
@@ -76,3 +78,20 @@ def _shared_box_verdict(client: float, server: float, cores: int, figures: str) 
     if client >= CLIENT_MAJORITY * busy:
         return True, f"client-bound: box saturated and the client holds most of it; {figures}"
     return False, f"box saturated mostly by the server; {figures}"
+
+
+def host_frame_verdict(frame: Any, client_workers: int) -> dict[str, Any]:
+    """The client-bound verdict and CPU medians of a run from its host-sampler rows.
+
+    Returns the manifest fields ``client_bound``, ``client_bound_reason`` and ``cpu`` (% of
+    one core; client and server always share the cores on one box)."""
+    if frame is None or "client_cpu_pct" not in getattr(frame, "columns", []):
+        return {"client_bound": None, "client_bound_reason": "no host samples", "cpu": {}}
+    client = list(frame["client_cpu_pct"].dropna())
+    server = list(frame["server_cpu_pct"].dropna())
+    cores = os.cpu_count() or 1
+    bound, reason = classify_client_bound(client, server, cores=cores,
+                                          client_cores=min(client_workers, cores))
+    cpu = {"client_cpu_pct_median": steady_median(client), "server_cpu_pct_median": steady_median(server),
+           "cores": cores, "client_and_server_share_cores": True}
+    return {"client_bound": bound, "client_bound_reason": reason, "cpu": cpu}

@@ -9,13 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import psutil
-
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, run_load
 from pglimits_core.record.summary import build_summary
-from pglimits_core.samplers import HostSampler, SamplerSet, classify_client_bound
-from pglimits_core.samplers.classify import steady_median
+from pglimits_core.samplers import HostSampler, SamplerSet
+from pglimits_core.samplers.classify import host_frame_verdict
+from pglimits_core.samplers.host import child_pids
 from pglimits_core.studies.noop_ops import NOOP_OPS
 
 
@@ -37,7 +36,7 @@ def closed_loop_rate(operation: Any, workers: int, duration_s: float, warmup_s: 
     spec = RunSpec(phases=[Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)],
                    roles=[Role("client", operation, workers=workers, loop=ClosedLoop(idle_sleep_s=0))],
                    seed=seed, start_method="fork")
-    host = HostSampler(client_pids=_my_children, server_pids=lambda: list(server_pids))
+    host = HostSampler(client_pids=child_pids, server_pids=lambda: list(server_pids))
     with SamplerSet([host]) as samplers:
         result = run_load(spec)
     if result.status != "complete":
@@ -46,17 +45,12 @@ def closed_loop_rate(operation: Any, workers: int, duration_s: float, warmup_s: 
     return _with_cpu_verdict(entry, samplers.dataframe(), workers)
 
 
-def _my_children() -> list[int]:
-    return [child.pid for child in psutil.Process().children(recursive=True)]
-
-
 def _with_cpu_verdict(entry: Any, host: Any, workers: int) -> ClosedLoopMeasure:
-    client = list(host.get("client_cpu_pct", []))
-    server = list(host.get("server_cpu_pct", []))
-    bound, reason = classify_client_bound(client, server, cores=psutil.cpu_count(),
-                                          client_cores=min(workers, psutil.cpu_count()))
-    return ClosedLoopMeasure(entry.items_per_s, entry, steady_median(client), steady_median(server),
-                             bound, reason)
+    verdict = host_frame_verdict(host, workers)
+    cpu = verdict["cpu"]
+    return ClosedLoopMeasure(entry.items_per_s, entry, cpu.get("client_cpu_pct_median"),
+                             cpu.get("server_cpu_pct_median"), bool(verdict["client_bound"]),
+                             verdict["client_bound_reason"])
 
 
 def harness_ceiling(system: str, url: str, workers: int = 1, duration_s: float = 2.0) -> dict[str, Any]:

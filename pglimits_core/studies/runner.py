@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from pglimits_core.load import RunSpec, run_load
 from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import RunDirectory, atomic_write_bytes, new_run_id
@@ -23,9 +21,9 @@ from pglimits_core.samplers import (
     PostgresSampler,
     RedisSampler,
     SamplerSet,
-    classify_client_bound,
 )
-from pglimits_core.samplers.classify import steady_median
+from pglimits_core.samplers.classify import host_frame_verdict
+from pglimits_core.samplers.host import child_pids
 from pglimits_core.servers.base import Endpoint
 
 
@@ -57,26 +55,9 @@ SERVER_SAMPLERS = {
 
 
 def samplers_for(server: str, endpoint: Endpoint, tables: list[str] | None) -> list[Any]:
-    host = HostSampler(client_pids=_my_children, server_pids=lambda: list(endpoint.pids))
+    host = HostSampler(client_pids=child_pids, server_pids=lambda: list(endpoint.pids))
     make = SERVER_SAMPLERS.get(server)
     return [host, make(endpoint, tables)] if make else [host]
-
-
-def _my_children() -> list[int]:
-    return [child.pid for child in psutil.Process().children(recursive=True)]
-
-
-def cpu_verdict(frame: Any, client_workers: int) -> dict[str, Any]:
-    if frame is None or "client_cpu_pct" not in getattr(frame, "columns", []):
-        return {"client_bound": None, "client_bound_reason": "no host samples", "cpu": {}}
-    client = list(frame["client_cpu_pct"].dropna())
-    server = list(frame["server_cpu_pct"].dropna())
-    cores = psutil.cpu_count()
-    bound, reason = classify_client_bound(client, server, cores=cores,
-                                          client_cores=min(client_workers, cores))
-    cpu = {"client_cpu_pct_median": steady_median(client), "server_cpu_pct_median": steady_median(server),
-           "cores": cores, "client_and_server_share_cores": True}
-    return {"client_bound": bound, "client_bound_reason": reason, "cpu": cpu}
 
 
 def run_recorded(ctx: Context, study: str, system: str, variant: str, server: str, spec: RunSpec,
@@ -95,7 +76,7 @@ def run_recorded(ctx: Context, study: str, system: str, variant: str, server: st
         extra = after(result) if after else {}
         summary = run_dir.write_result(result)
         workers = sum(role.workers for role in spec.roles)
-        update = {**cpu_verdict(frame, workers), "params": {**run_dir.manifest.params, "outcome": extra}}
+        update = {**host_frame_verdict(frame, workers), "params": {**run_dir.manifest.params, "outcome": extra}}
         run_dir.manifest = run_dir.manifest.model_copy(update=update)
         _write_samplers(run_dir.path, frame)
     return RecordedRun(run_dir.final_path, summary, result.status, result.error, extra)
