@@ -5,7 +5,7 @@ PROFILE ?= quick
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup study test unit lint lab servers-down clean
+.PHONY: help setup study results test unit lint lab servers-down clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-13s\033[0m %s\n", $$1, $$2}'
@@ -15,6 +15,10 @@ setup: ## install everything missing (apt, pip, server binaries); idempotent
 
 study: setup ## run the study end to end for PROFILE (default quick): servers, workloads, figures, report
 	$(PY) run_all.py --profile $(PROFILE)
+
+results: setup ## after `make study PROFILE=full`: copy its run summaries into data/results/<host-id>/full/ and regenerate the README results block
+	$(PY) -m pglimits_core.record.export --profile full
+	$(PY) -m pglimits_core.analysis.readme_results --profile full
 
 test: setup ## run every test: unit, integration (real servers), notebooks
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -33,4 +37,4 @@ servers-down: ## stop servers left by `pglimits servers up --detach`
 	-.venv/bin/pglimits servers down
 
 clean: servers-down ## remove server data, generated datasets, raw runs and executed notebooks
-	rm -rf .pglimits data/datasets data/runs data/executed
+	rm -rf .pglimits data/datasets data/runs data/superseded-runs data/executed data/scratch

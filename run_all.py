@@ -2,7 +2,8 @@
 """Reproduce the study: execute every workload notebook with papermill for a profile.
 
     python run_all.py --profile quick            # what `make study` runs
-    python run_all.py --profile full --resume    # skip notebooks that already completed
+    python run_all.py --profile full --resume    # skip completed notebooks; an interrupted one
+                                                 # reuses the points it had already measured
     python run_all.py --only 10-queue --force
 
 Each notebook starts the servers it needs and stops them when it ends (also on Ctrl-C);
@@ -18,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from pglimits_core.config import NOTEBOOKS_DIR, data_dir
+from pglimits_core.config import NOTEBOOKS_DIR, data_dir, profile_figures_dir, profile_results_dir
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
 
@@ -62,11 +63,13 @@ def check_parameters(notebook: Path, parameters: dict) -> None:
                             "add them to its parameters cell or drop them from run_all.py")
 
 
-def execute(name: str, profile: str, figures_dir: str = "") -> tuple[str, str | None, float]:
+def execute(name: str, profile: str, figures_dir: str = "", resume: bool = False) -> tuple[str, str | None, float]:
     import papermill
 
     source = NOTEBOOKS_DIR / f"{name}.ipynb"
     parameters = {"profile": profile, **({"figures_dir": figures_dir} if figures_dir else {})}
+    if name != REPORT:  # every workload notebook declares `resume`; the report has nothing to resume
+        parameters["resume"] = resume
     check_parameters(source, parameters)
     target = executed_dir(profile) / f"{name}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -84,10 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--only", action="append", choices=NOTEBOOKS, help="run just this notebook")
-    parser.add_argument("--resume", action="store_true", help="skip notebooks that completed")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip notebooks that completed; an interrupted one keeps its measured points")
     parser.add_argument("--force", action="store_true", help="rerun even completed notebooks")
     # tests and scratch runs must not overwrite the committed figures/
-    parser.add_argument("--figures-dir", default="", help="write figures here instead of figures/")
+    parser.add_argument("--figures-dir", default="",
+                        help="write figures here instead of figures/<host-id>/<profile>/")
     args = parser.parse_args(argv)
     try:
         load_profile(args.profile)  # a bad profile fails here, before any server starts
@@ -112,14 +117,14 @@ def run(args: argparse.Namespace) -> int:
             continue
         ran_something = True
         print(f"[{index}/{len(names)}] {name}: running with profile {args.profile} ...", flush=True)
-        result, error, elapsed = execute(name, args.profile, args.figures_dir)
+        result, error, elapsed = execute(name, args.profile, args.figures_dir, resume=args.resume and not args.force)
         status[name] = {"status": result, "error": error, "elapsed_s": round(elapsed, 1)}
         write_status(args.profile, status)
         print(f"[{index}/{len(names)}] {name}: {result} in {elapsed:.0f}s" + (f" — {error}" if error else ""))
     failed = {n: s for n, s in status.items() if n in names and s["status"] != "complete"}
     print(f"run_all: {len(names) - len(failed)} of {len(names)} notebooks complete; executed copies in "
-          f"{executed_dir(args.profile)}; figures in {args.figures_dir or 'figures/'}; "
-          f"tables in {data_dir() / 'results' / 'tables'}")
+          f"{executed_dir(args.profile)}; figures in {args.figures_dir or profile_figures_dir(args.profile)}; "
+          f"tables and report.html in {profile_results_dir(args.profile)}")
     return 1 if failed else 0
 
 

@@ -32,6 +32,23 @@ def results_dir() -> Path:
     return data_dir() / "results"
 
 
+def profile_results_dir(profile: str, host: str | None = None) -> Path:
+    """One profile's results from one machine: ``data/results/<host-id>/<profile>/`` (``runs/``,
+    ``tables/``, ``report.html``). Keyed by machine so results from two boxes never mix."""
+    return results_dir() / (host or current_host_id()) / profile
+
+
+def profile_figures_dir(profile: str, host: str | None = None) -> Path:
+    """One profile's figures from one machine: ``figures/<host-id>/<profile>/`` (PNG + SVG)."""
+    return FIGURES_DIR / (host or current_host_id()) / profile
+
+
+def current_host_id() -> str:
+    from pglimits_core.samplers.host_facts import host_id  # lazy: config stays import-light
+
+    return host_id()
+
+
 def profile_runs_dir(profile: str, override: str | Path | None = None) -> Path:
     """Where a profile's run records go: ``override`` if given, else ``data/runs/<profile>``."""
     return Path(override) if override else runs_dir() / profile

@@ -28,11 +28,19 @@ def throughput_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.
         return pd.DataFrame()
     # A run that ran out of backlog inside the window measured its producers or its prefill,
     # not the consumers: its rate is a lower bound at best, so it is flagged and blanked.
-    rows = rows.assign(backlog_ran_out=rows.left_after_run == 0)
-    rows.loc[rows.backlog_ran_out, "items_per_s"] = float("nan")
+    rows = rows.assign(backlog_ran_out=rows.left_after_run == 0, depth_not_held=False)
+    if experiment == "steady":
+        # A steady state exists only while the producers hold the backlog at its target, so they
+        # idle there now and then. Producers that never idled kept the consumers waiting on them:
+        # the rate measured the producers (on 2 cores, often starved by many consumers), not the
+        # consumers. Flagged and blanked like a burn-down that ran out of backlog.
+        producers = frame[(frame.experiment == experiment) & (frame.role == "producer")]
+        never_idle = producers.set_index("run_id").idle_polls.eq(0)
+        rows = rows.assign(depth_not_held=rows.run_id.map(never_idle).fillna(False).astype(bool))
+    rows.loc[rows.backlog_ran_out | rows.depth_not_held, "items_per_s"] = float("nan")
     grouped = rows.groupby(["variant", "consumers"])
     table = grouped.agg(jobs_per_s=("items_per_s", "median"), min_jobs_per_s=("items_per_s", "min"),
-                        backlog_ran_out=("backlog_ran_out", "any"),
+                        backlog_ran_out=("backlog_ran_out", "any"), depth_not_held=("depth_not_held", "any"),
                         max_jobs_per_s=("items_per_s", "max"), runs=("run_id", "count"),
                         client_bound=("client_bound", "any"), lost=("lost", "sum"),
                         duplicates=("duplicates", "sum"))
@@ -99,7 +107,7 @@ def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
 
 
 RECOVERY_COLUMNS = ["variant", "kill_target", "confirmed", "lost", "recovery_s", "wal_to_replay_mb",
-                    "durable", "note"]
+                    "durable", "note", "server_log"]
 
 
 def recovery_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -123,7 +131,8 @@ def _recovery_row(run) -> dict:
             "confirmed": outcome.get("confirmed"), "lost": outcome.get("lost"),
             "recovery_s": first if first is not None else outcome.get("recovery_s"),
             "wal_to_replay_mb": _mb(outcome.get("state_at_kill", {}).get("wal_to_replay_bytes")),
-            "durable": outcome.get("durable_config"), "note": _recovery_note(outcome)}
+            "durable": outcome.get("durable_config"), "note": _recovery_note(outcome),
+            "server_log": " | ".join(outcome.get("server_log", []))}
 
 
 def _mb(value: float | None) -> float | None:
@@ -153,13 +162,14 @@ def outcome_table(outcome: dict | None) -> pd.DataFrame:
 def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
                  tables_dir: str = "") -> dict[str, pd.DataFrame]:
     """All queue tables of a profile's runs; figures saved (PNG + SVG) for every table with data
-    (default ``figures/``); tables as Markdown + CSV (default ``data/results/tables/``)."""
-    from pglimits_core.config import profile_runs_dir, results_dir
+    (default ``figures/<host-id>/<profile>/``); tables as Markdown + CSV (default
+    ``data/results/<host-id>/<profile>/tables/``)."""
+    from pglimits_core.config import profile_figures_dir, profile_results_dir, profile_runs_dir
     from pglimits_core.plotting import figures
 
     frame = queue_frame(profile_runs_dir(profile, runs_root))
-    figures_dir = Path(figures_dir) if figures_dir else None
-    tables_dir = Path(tables_dir) if tables_dir else results_dir() / "tables"
+    figures_dir = Path(figures_dir) if figures_dir else profile_figures_dir(profile)
+    tables_dir = Path(tables_dir) if tables_dir else profile_results_dir(profile) / "tables"
     tables = {"throughput": throughput_table(frame), "steady": throughput_table(frame, "steady"),
               "latency": latency_table(frame)}
     tables["cliff_points"] = cliff_points(frame)
@@ -170,7 +180,8 @@ def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
     tables["recovery"] = recovery_table(frame)
     charts = {"throughput": ("queue-consumer-sweep", figures.consumer_sweep_chart),
               "steady": ("queue-steady-state", lambda t: figures.consumer_sweep_chart(
-                  t, "Queue steady state: producers hold ~target depth, consumers swept")),
+                  t, "Queue steady state: producers hold ~target depth, consumers swept\n"
+                     "(left out: points where the producers could not hold the depth)")),
               "dead_tuples": ("queue-dead-tuples", figures.dead_tuples_chart),
               "latency": ("queue-latency", figures.latency_chart),
               "cliff_points": ("queue-cliff", figures.cliff_chart)}

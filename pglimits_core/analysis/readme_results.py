@@ -1,10 +1,10 @@
 """The README's results block, generated from committed run records — never typed by hand.
 
-``python -m pglimits_core.record.export --profile reference`` copies the runs into
-``data/results/reference/runs``; ``python -m pglimits_core.analysis.readme_results --profile
-reference`` then rewrites the text
-between the two markers in README.md: the hardware line, a headline table per queue variant
-(median over repetitions with min–max), the figures, and links to the full tables and report.
+``make study PROFILE=full`` runs the study; ``python -m pglimits_core.record.export --profile full``
+copies its runs into ``data/results/<host-id>/full/runs``; ``python -m
+pglimits_core.analysis.readme_results --profile full`` then rewrites the text between the two
+markers in README.md: the hardware line, a headline table per queue variant (median over
+repetitions with min–max), the crash drill, the figures, and links to the full tables and report.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ import pandas as pd
 
 from pglimits_core.analysis import queue as queue_tables
 from pglimits_core.analysis.runs import load_records
-from pglimits_core.config import PROJECT_ROOT
+from pglimits_core.config import (
+    PROJECT_ROOT,
+    current_host_id,
+    profile_figures_dir,
+    profile_results_dir,
+    results_dir,
+)
+from pglimits_core.errors import PGLimitsError
 from pglimits_core.record.export import committed_runs_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -26,27 +33,43 @@ FIGURES = ["queue-consumer-sweep", "queue-steady-state", "queue-latency", "queue
 def hardware_line(records: list[dict]) -> str:
     manifest = max((r["manifest"] for r in records), key=lambda m: m["run_id"])
     host = manifest.get("host", {})
-    fsync = host.get("fsync_8k", {})
+    fsync, git = host.get("fsync_8k", {}), manifest.get("git", {})
+    # a run from a modified tree says so: the sha alone would claim code it did not run
+    dirty = " with uncommitted changes" if git.get("dirty") else ""
     return (f"{host.get('cpu_model', '?')}, {host.get('logical_cores', '?')} vCPU shared by clients and "
             f"servers, {host.get('ram_total_bytes', 0) / 2**30:.0f} GiB RAM, fsync of 8 kB median "
-            f"{fsync.get('median_us', float('nan')):.0f} µs; git {str(manifest.get('git', {}).get('sha'))[:10]}")
+            f"{fsync.get('median_us', float('nan')):.0f} µs; git {str(git.get('sha'))[:10]}{dirty}")
 
 
-def _spread(table: pd.DataFrame, consumers: int) -> pd.Series:
+def _spread_text(row: pd.Series, with_consumers: bool = False) -> str:
+    if pd.isna(row.jobs_per_s):
+        return "ran out of backlog"
+    where = f" @{row.consumers:.0f}" if with_consumers else ""
+    return (f"{row.jobs_per_s:,.0f}{where} ({row.min_jobs_per_s:,.0f}–{row.max_jobs_per_s:,.0f})"
+            + (" ᶜ" if row.client_bound else ""))
+
+
+def _at_consumers(table: pd.DataFrame, consumers: int) -> pd.Series:
     rows = table[table.consumers == consumers].set_index("variant")
-    text = rows.apply(lambda r: "ran out of backlog" if pd.isna(r.jobs_per_s) else
-                      f"{r.jobs_per_s:,.0f} ({r.min_jobs_per_s:,.0f}–{r.max_jobs_per_s:,.0f})"
-                      + (" ᶜ" if r.client_bound else ""), axis=1)
-    return text
+    return rows.apply(_spread_text, axis=1)
+
+
+def _peak(table: pd.DataFrame) -> pd.Series:
+    """Each variant's best consumer count (highest median), with that count named."""
+    measured = table.dropna(subset=["jobs_per_s"])
+    best = measured.loc[measured.groupby("variant").jobs_per_s.idxmax()].set_index("variant")
+    return best.apply(lambda r: _spread_text(r, with_consumers=True), axis=1)
 
 
 def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per variant: burn-down and steady-state jobs/s at the largest consumer count, e2e p99 at
-    each offered rate (or 'not sustained'), the cliff, and the crash drill."""
-    top = int(tables["throughput"].consumers.max())
-    head = pd.DataFrame({f"burn-down jobs/s, {top} consumers": _spread(tables["throughput"], top)})
+    """Per variant: burn-down jobs/s at 1 consumer and at its best consumer count, the
+    steady-state peak, e2e p99 at each offered rate (or 'not sustained'), and the cliff."""
+    sweep = tables["throughput"]
+    low = int(sweep.consumers.min())
+    head = pd.DataFrame({f"burn-down jobs/s, {low} consumer{'s' if low > 1 else ''}": _at_consumers(sweep, low),
+                         "burn-down jobs/s, peak @consumers": _peak(sweep)})
     if not tables["steady"].empty:
-        head[f"steady-state jobs/s, {top} consumers"] = _spread(tables["steady"], top)
+        head["steady-state jobs/s, peak @consumers"] = _peak(tables["steady"])
     for rate, group in tables["latency"].groupby("offered_per_s"):
         med = group.groupby("variant").agg(p99=("e2e_p99_ms", "median"), ok=("sustained", "all"))
         head[f"e2e p99 ms at {rate:,.0f}/s"] = med.apply(lambda r: f"{r.p99:.2f}" if r.ok else "not sustained", axis=1)
@@ -56,27 +79,51 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return head.reset_index().rename(columns={"index": "variant"}).fillna("—")
 
 
-def results_block(profile: str) -> str:
-    """From the *committed* records (``data/results/<profile>/runs``), so a fresh clone can
-    regenerate exactly this block."""
-    root = committed_runs_root(profile)
+def committed_host(profile: str, host: str | None = None) -> str:
+    """The machine whose committed ``profile`` results to show: ``host`` if given, else the only
+    one committed (or this machine, if several are)."""
+    hosts = sorted(p.parent.parent.name for p in results_dir().glob(f"*/{profile}/runs") if p.is_dir())
+    if host or len(hosts) == 1:
+        return host or hosts[0]
+    if current_host_id() in hosts:
+        return current_host_id()
+    raise PGLimitsError(f"no single machine with committed {profile!r} results (found {hosts or 'none'})",
+                        f"run `make study PROFILE={profile}` and export it, or pass --host NAME")
+
+
+def results_block(profile: str, host: str | None = None) -> str:
+    """From the *committed* records (``data/results/<host-id>/<profile>/runs``), so a fresh
+    clone can regenerate exactly this block."""
+    host = committed_host(profile, host)
+    root = committed_runs_root(profile, host)
+    if not root.is_dir():
+        raise PGLimitsError(f"no committed runs in {root}", f"export them: python -m pglimits_core.record.export --profile {profile}")
     records = load_records("queue", root)
-    tables = queue_tables.queue_report(profile, str(root))
-    lines = [START, f"### Queue results (profile `{profile}`, generated from its run records)", "",
+    results, figures_dir = _relative(profile_results_dir(profile, host)), profile_figures_dir(profile, host)
+    # tables and figures are recomputed into the committed places, so the block and the files agree
+    tables = queue_tables.queue_report(profile, str(root), str(figures_dir), str(PROJECT_ROOT / results / "tables"))
+    lines = [START, f"### Queue results (profile `{profile}`, machine `{host}`, generated from its run records)", "",
              f"Hardware: {hardware_line(records)}.", "",
-             "Median over repetitions (min–max); ᶜ = client-bound (the Python harness, not the server, "
-             "was the limit — see `pglimits bench harness`). Full tables: `data/results/tables/`; "
-             "report: `data/results/report.html`.", "",
+             "Median over repetitions (min–max); `@n` = at n consumers; ᶜ = client-bound (the Python "
+             "harness, not the server, was the limit — see `pglimits bench harness`). Full tables: "
+             f"`{results}/tables/`; report: `{results}/report.html`.", "",
              headline_table(tables).to_markdown(index=False), ""]
     recovery = tables.get("recovery")
     if recovery is not None and not recovery.empty:
         lines += ["Crash drill (SIGKILL mid-load, restart, time to the first successful claim):", "",
                   recovery[["variant", "kill_target", "confirmed", "lost", "recovery_s", "wal_to_replay_mb", "durable"]]
-                  .round({"recovery_s": 3}).to_markdown(index=False), "",
+                  .round({"recovery_s": 3}).astype(object).fillna("—").to_markdown(index=False), "",
                   "Postgres restart time is WAL replay: `wal_to_replay_mb` is the WAL written since the last "
                   "checkpoint when the server was killed (bounded by `checkpoint_timeout`/`max_wal_size`).", ""]
-    lines += [f"![{name}](figures/{name}.png)" for name in FIGURES if (PROJECT_ROOT / "figures" / f"{name}.png").exists()]
+    lines += [f"![{name}]({_relative(figures_dir)}/{name}.png)" for name in FIGURES
+              if (figures_dir / f"{name}.png").exists()]
     return "\n".join([*lines, END])
+
+
+def _relative(path: Path) -> str:
+    """Repository-relative, as README links must be (absolute if PGLIMITS_DATA_DIR moved it out)."""
+    path = path.resolve()
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
 
 
 def update_readme(block: str, readme: Path = PROJECT_ROOT / "README.md") -> None:
@@ -91,5 +138,10 @@ def update_readme(block: str, readme: Path = PROJECT_ROOT / "README.md") -> None
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="regenerate README.md's results block")
-    parser.add_argument("--profile", default="reference")
-    update_readme(results_block(parser.parse_args().profile))
+    parser.add_argument("--profile", default="full")
+    parser.add_argument("--host", default=None, help="machine id under data/results/ (default: the only one)")
+    args = parser.parse_args()
+    try:
+        update_readme(results_block(args.profile, args.host))
+    except PGLimitsError as exc:
+        raise SystemExit(f"readme_results: error: {exc}") from None

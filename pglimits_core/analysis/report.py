@@ -155,7 +155,8 @@ def flag_points(table: pd.DataFrame) -> pd.DataFrame:
     """A ``flags`` column first: client-bound, not sustained, backlog ran out — readable in HTML."""
     if table.empty:
         return table
-    checks = {"client-bound": "client_bound", "NOT SUSTAINED": "sustained", "backlog ran out": "backlog_ran_out"}
+    checks = {"client-bound": "client_bound", "NOT SUSTAINED": "sustained", "backlog ran out": "backlog_ran_out",
+              "depth not held": "depth_not_held"}
     flags = []
     for _, row in table.iterrows():
         marks = [name for name, col in checks.items() if col in row and _flagged(name, row[col])]
@@ -179,7 +180,9 @@ CLIENT_BOUND_NOTE = ("Flags: <span class='flag'>client-bound</span> = the load g
                      "ran out of CPU (the point is a floor for the server); <span class='flag'>NOT SUSTAINED</span> = "
                      "achieved/consumed below 95 % of offered (its latency is not a claim at that rate); "
                      "<span class='flag'>backlog ran out</span> = a burn-down emptied its prefill inside the "
-                     "window, so its rate is blanked.")
+                     "window, so its rate is blanked; <span class='flag'>depth not held</span> = in a steady-state "
+                     "point the producers never reached the target depth (they, not the consumers, set the "
+                     "rate), so its rate is blanked.")
 
 
 def _seed_paragraphs() -> list[str]:
@@ -207,16 +210,16 @@ def queue_sections(tables: dict[str, pd.DataFrame], figures: list[Path]) -> list
 def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
                    tables_dir: str = "") -> list[Section]:
     """Every section of the report, computed from the profile's run records."""
-    from pglimits_core.config import FIGURES_DIR, profile_runs_dir
+    from pglimits_core.config import profile_figures_dir, profile_runs_dir
 
     root = profile_runs_dir(profile, runs_root)
     records = load_records("queue", root)
     started = time.time()
     tables = queue_tables.queue_report(profile, runs_root, figures_dir, tables_dir)
-    figures = _fresh_figures(Path(figures_dir) if figures_dir else FIGURES_DIR, started)
+    figures = _fresh_figures(Path(figures_dir) if figures_dir else profile_figures_dir(profile), started)
     comparison = comparison_table(tables)
     headline, figure_section, reference = queue_sections(tables, figures)
-    _write_table(comparison, "report-seed-comparison", tables_dir)
+    _write_table(comparison, "report-seed-comparison", tables_dir, profile)
     # Order: what the numbers are and what they mean first; long reference material (the
     # ledger, resources, full settings) after the figures so a reader meets the results early.
     return [Section("Hardware", tables=[("The box (from the run manifests)", hardware_table(records)),
@@ -235,20 +238,21 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
                     collapsed=True)]
 
 
-def _write_table(table: pd.DataFrame, name: str, tables_dir: str) -> None:
-    from pglimits_core.config import results_dir
+def _write_table(table: pd.DataFrame, name: str, tables_dir: str, profile: str) -> None:
+    from pglimits_core.config import profile_results_dir
 
-    directory = Path(tables_dir) if tables_dir else results_dir() / "tables"
+    directory = Path(tables_dir) if tables_dir else profile_results_dir(profile) / "tables"
     directory.mkdir(parents=True, exist_ok=True)
     table.to_csv(directory / f"{name}.csv", index=False)
     (directory / f"{name}.md").write_text(table.to_markdown(index=False) if not table.empty else "(no data)\n")
 
 
 def write_report(sections: list[Section], profile: str, report_path: str = "") -> Path:
-    """The self-contained HTML report (default ``data/results/report.html``); returns its path."""
-    from pglimits_core.config import results_dir
+    """The self-contained HTML report (default ``data/results/<host-id>/<profile>/report.html``);
+    returns its path."""
+    from pglimits_core.config import profile_results_dir
 
-    path = Path(report_path) if report_path else results_dir() / "report.html"
+    path = Path(report_path) if report_path else profile_results_dir(profile) / "report.html"
     intro = (f"Profile <b>{profile}</b>. Every number below is computed from run records "
              f"(<code>manifest.json</code>, <code>summary.json</code>); generated "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")

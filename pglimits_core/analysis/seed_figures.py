@@ -96,10 +96,13 @@ def _matched_rate(table: pd.DataFrame, a: str, b: str, wanted: float) -> float |
 
 
 def _latency_point(table: pd.DataFrame, variant: str, rate: float) -> Measured:
-    row = table[(table.variant == variant) & (table.offered_per_s == rate)].iloc[0]
-    flags = [f"at {rate:,.0f}/s"] + (["not sustained"] if _flag_false(row.sustained) else [])
-    flags += ["client-bound"] if _flag_true(row.client_bound) else []
-    return Measured(variant, float(row.e2e_p99_ms), "; ".join(flags))
+    """The median p99 over the repetitions at ``rate`` (the latency table has a row per run);
+    a flag holds if it held in any repetition."""
+    rows = table[(table.variant == variant) & (table.offered_per_s == rate) & table.e2e_p99_ms.notna()]
+    flags = [f"at {rate:,.0f}/s, median of {len(rows)}"]
+    flags += ["not sustained"] if any(_flag_false(value) for value in rows.sustained) else []
+    flags += ["client-bound"] if any(_flag_true(value) for value in rows.client_bound) else []
+    return Measured(variant, float(rows.e2e_p99_ms.median()), "; ".join(flags))
 
 
 def _flag_true(value) -> bool:

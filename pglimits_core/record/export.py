@@ -1,4 +1,4 @@
-"""Copy a profile's finished run records into ``data/results/<profile>/runs/`` for committing.
+"""Copy a profile's finished run records into ``data/results/<host-id>/<profile>/runs/`` for committing.
 
 Only what the tables, figures and report are computed from travels: manifest, summary, the
 per-second series and sampler series (tens of kB per run). The HDR histograms stay behind
@@ -11,18 +11,19 @@ import argparse
 import shutil
 from pathlib import Path
 
-from pglimits_core.config import results_dir, runs_dir
+from pglimits_core.config import profile_results_dir, runs_dir
 from pglimits_core.record.rundir import finished_runs
 
 EXPORTED_FILES = ("manifest.json", "summary.json", "timeseries.parquet", "samplers.parquet")
 
 
-def committed_runs_root(profile: str) -> Path:
-    return results_dir() / profile / "runs"
+def committed_runs_root(profile: str, host: str | None = None) -> Path:
+    return profile_results_dir(profile, host) / "runs"
 
 
 def export_runs(profile: str, source: Path | None = None) -> Path:
-    """Replace ``data/results/<profile>/runs`` with the profile's finished runs; returns it."""
+    """Replace ``data/results/<host-id>/<profile>/runs`` (this machine) with the profile's
+    finished runs; returns it."""
     target = committed_runs_root(profile)
     shutil.rmtree(target, ignore_errors=True)
     for run in finished_runs(source or runs_dir() / profile):
@@ -35,5 +36,5 @@ def export_runs(profile: str, source: Path | None = None) -> Path:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="reference")
+    parser.add_argument("--profile", default="full")
     print(export_runs(parser.parse_args().profile))

@@ -36,10 +36,14 @@ PARTIAL_SUFFIX = ".partial"
 HISTOGRAMS_FILE = Path("histograms") / "phase_histograms.json"
 
 
+def utc_stamp() -> str:
+    """The UTC time to the second as ``20261130T071238Z``: sortable, safe in a directory name."""
+    return utc_now_iso().replace("-", "").replace(":", "").split(".")[0] + "Z"
+
+
 def new_run_id(study: str, system: str, variant: str = "") -> str:
     """``<UTC time>-<study>-<system>[-<variant>]-<random>``, safe as a directory name."""
-    stamp = utc_now_iso().replace("-", "").replace(":", "").split(".")[0] + "Z"
-    parts = [stamp, study, system, variant, secrets.token_hex(3)]
+    parts = [utc_stamp(), study, system, variant, secrets.token_hex(3)]
     return "-".join(re.sub(r"[^A-Za-z0-9_.]+", "_", p) for p in parts if p)
 
 

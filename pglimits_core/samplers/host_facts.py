@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -107,6 +108,16 @@ def describe_host(data_path: str | os.PathLike[str]) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "filesystem": filesystem_facts(Path(data_path)),
     }
+
+
+def host_id(host: dict[str, Any] | None = None) -> str:
+    """A short, stable name for a machine, e.g. ``amd-epyc-2vcpu-24gib``: CPU model, logical
+    cores, RAM. Results are filed under it (``config.profile_results_dir``)."""
+    host = host or {**cpu_facts(), "ram_total_bytes": psutil.virtual_memory().total}
+    model = re.sub(r"\((r|tm)\)|\bcpu\b|@.*$", " ", str(host.get("cpu_model") or "").lower())
+    slug = re.sub(r"[^a-z0-9]+", "-", model).strip("-") or "unknown-cpu"
+    ram_gib = round(int(host.get("ram_total_bytes") or 0) / 2**30)
+    return f"{slug}-{host.get('logical_cores', 0)}vcpu-{ram_gib}gib"
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:

@@ -120,10 +120,17 @@ def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
 def _run_point(ctx: Context, v: QueueVariant, experiment: str, roles_for, phases, params: dict,
                prefill_count: int, seed: int) -> RecordedRun:
     ledger = Path(tempfile.mkdtemp(prefix="ledger-", dir=_scratch()))
+    spec = RunSpec(phases=phases, roles=roles_for(str(ledger)), seed=seed, start_method="fork")
+    params = {"experiment": experiment, "variant": v.label, "options": v.options,
+              "prefill": prefill_count, **params}
+    name = f"{experiment}:{v.label}"
+    reused = ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()})
+    if reused:  # measured before an interruption: checked first, so no queue is set up for it
+        shutil.rmtree(ledger, ignore_errors=True)
+        return reused
     adapter = fresh_queue(ctx, v)
     try:
         produced = prefill(adapter, prefill_count, seed)
-        spec = RunSpec(phases=phases, roles=roles_for(str(ledger)), seed=seed, start_method="fork")
 
         def after(_result) -> dict[str, Any]:
             drained, emptied = drain(adapter)
@@ -131,9 +138,7 @@ def _run_point(ctx: Context, v: QueueVariant, experiment: str, roles_for, phases
                              read_ledger(ledger, "consume"), drained, emptied)
             return {**totals, "adapter": adapter.describe(), "adapter_stats": adapter.stats()}
 
-        params = {"experiment": experiment, "variant": v.label, "options": v.options,
-                  "prefill": prefill_count, **params}
-        return run_recorded(ctx, STUDY, v.system, f"{experiment}:{v.label}", v.server, spec,
+        return run_recorded(ctx, STUDY, v.system, name, v.server, spec,
                             params, tables=adapter.describe().get("tables"), after=after)
     finally:
         adapter.close()

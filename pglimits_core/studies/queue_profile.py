@@ -11,6 +11,7 @@ from typing import Any
 
 from pglimits_core.config import profile_runs_dir
 from pglimits_core.studies.queue import (
+    STUDY,
     QueueVariant,
     cliff,
     latency_point,
@@ -71,25 +72,31 @@ def _bind(function, v: QueueVariant, **kwargs: Any):
 
 
 def run_profile(profile_name: str, runs_root: str | None = None, progress: bool = True,
-                run: bool = True) -> dict[str, Any] | None:
+                run: bool = True, resume: bool = False) -> dict[str, Any] | None:
     """The queue study of a profile end to end: servers up, context, every experiment, servers down.
 
-    Returns the outcome (runs, cliffs, failures) plus ``unavailable`` servers with their reasons;
-    ``run=False`` does nothing (a notebook re-rendering existing records). Records go to
-    ``runs_root`` (default ``data/runs/<profile>``).
+    Returns the outcome (runs, cliffs, failures, ``reused`` records) plus ``unavailable`` servers
+    with their reasons; ``run=False`` does nothing (a notebook re-rendering existing records).
+    Records go to ``runs_root`` (default ``data/runs/<profile>``). ``resume`` reuses the complete
+    records of points already measured there; otherwise earlier queue records are moved aside
+    first (``resume.supersede_runs``), so one directory holds one run of the study.
     """
     if not run:
         return None
     from pglimits_core.profiles import load_profile
+    from pglimits_core.studies.resume import DoneRuns, supersede_runs
     from pglimits_core.studies.runner import build_context
     from pglimits_core.studies.session import study_servers
 
     profile = load_profile(profile_name)
     root = profile_runs_dir(profile_name, runs_root)
+    if not resume and (moved := supersede_runs(root, STUDY, profile_name)):
+        print(f"earlier queue records of profile {profile_name} moved to {moved}", file=sys.stderr)
     variants = [variant(**spec) for spec in profile.queue.variants]
     servers = sorted({v.server for v in variants})
     with study_servers(servers, external=profile.external) as fleet:
         ctx = build_context(fleet, runs_root=root)
+        ctx.done = DoneRuns(root, STUDY) if resume else None
         usable = [v for v in variants if v.server in fleet.endpoints]
         queue_profile = profile.queue.model_copy(update={"variants": [
             spec for spec, v in zip(profile.queue.variants, variants, strict=True) if v in usable]})
@@ -99,4 +106,5 @@ def run_profile(profile_name: str, runs_root: str | None = None, progress: bool 
 
             run_recovery(ctx, fleet, profile.queue.recovery, usable, profile.seed, outcome)
     outcome["unavailable"] = dict(fleet.unavailable)
+    outcome["reused"] = ctx.done.reused if ctx.done else 0
     return outcome

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -32,7 +33,7 @@ import psutil
 
 from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
 from pglimits_core.servers.process import process_tree
-from pglimits_core.studies.queue import QueueVariant, _scratch, drain, fresh_queue, variant
+from pglimits_core.studies.queue import STUDY, QueueVariant, _scratch, drain, fresh_queue, variant
 from pglimits_core.studies.queue_recovery_record import drill_outcome, finish_run, open_run
 from pglimits_core.studies.runner import Context, RecordedRun
 from pglimits_core.workloads.queue.registry import make_adapter
@@ -45,6 +46,15 @@ PRODUCER_SLACK_S = 30.0    # the producer stops itself this long after load_s if
 # What a "crash" is per server kind. SQLite has no server: whichever process has the file open
 # is the engine, so the process to kill is the producer that writes it.
 KILL_TARGETS = {"postgres": "server", "redis": "server", "sqlite": "producer"}
+
+# The server log lines that say what a restart spent its time on (crash recovery, WAL replay),
+# kept in the drill's record as the evidence behind its recovery time.
+RECOVERY_LOG_LINES = {
+    "postgres": re.compile(r"was interrupted|not properly shut down|redo starts|redo done|automatic recovery"
+                           r"|end-of-recovery|ready to accept connections"),
+    "redis": re.compile(r"Loading|loaded|Ready to accept"),
+}
+MAX_LOG_LINES = 20
 
 
 # --- the producer child -------------------------------------------------------------------------
@@ -120,6 +130,22 @@ def state_at_kill(server_name: str, url: str) -> dict[str, Any]:
         return probe(url) if probe else {}
     except Exception as exc:  # the state is context, not the measurement: note it and kill anyway
         return {"state_error": f"{type(exc).__name__}: {exc}"}
+
+def log_size(server: Any) -> int:
+    path = getattr(server, "log_path", None)
+    return path.stat().st_size if path is not None and path.exists() else 0
+
+
+def recovery_log_lines(server: Any, name: str, offset: int) -> list[str]:
+    """The recovery lines the server logged after ``offset`` (its logs are appended to)."""
+    pattern, path = RECOVERY_LOG_LINES.get(name), getattr(server, "log_path", None)
+    if pattern is None or path is None or not path.exists():
+        return []
+    with path.open("rb") as log:
+        log.seek(offset)
+        text = log.read().decode(errors="replace")
+    return [line.strip() for line in text.splitlines() if pattern.search(line)][:MAX_LOG_LINES]
+
 
 def kill_server_tree(server: Any) -> dict[str, Any]:
     """SIGKILL the server's process group and every descendant: Postgres backends call setsid()
@@ -211,6 +237,9 @@ def drill(ctx: Context, servers: dict[str, Any], v: QueueVariant, load_s: float,
     """The whole drill for one variant, written as one run record (failed records keep the reason)."""
     params = {"experiment": "recovery", "variant": v.label, "options": v.options,
               "load_s": load_s, "rate": rate, "kill_signal": "SIGKILL"}
+    reused = ctx.reuse(STUDY, v.system, f"recovery:{v.label}", params)
+    if reused:  # drilled before an interruption
+        return reused
     with open_run(ctx, v, params, seed) as run_dir:
         outcome = crash_and_recover(ctx, servers, v, load_s, rate, seed)
         return finish_run(run_dir, v, outcome)
@@ -226,8 +255,10 @@ def crash_and_recover(ctx: Context, servers: dict[str, Any], v: QueueVariant, lo
     ledger_dir = Path(tempfile.mkdtemp(prefix="recovery-", dir=_scratch()))
     try:
         ledger = ledger_dir / "confirmed.ids"
+        log_offset = log_size(server)
         killed = load_then_kill(server, v, ctx.endpoints[v.server].url, ledger, rate, load_s, seed)
         recovered = recover(server, v)
+        killed["server_log"] = recovery_log_lines(server, v.server, log_offset)
         refresh_context(ctx, servers, v.server)
         return drill_outcome(ctx, v, confirmed_ids(ledger), recovered, killed, load_s)
     finally:

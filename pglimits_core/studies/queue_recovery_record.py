@@ -60,7 +60,7 @@ def drill_outcome(ctx: Context, v: QueueVariant, confirmed: list[str], recovered
             "restart_s": recovered["restart_s"], "drain_complete": recovered["drain_complete"],
             "confirmed_per_s": len(confirmed) / load_s, "kill_target": f"{v.server} {killed['target']}",
             "killed_pids": killed.get("pids", [killed["producer_pid"]]),
-            "state_at_kill": killed.get("state", {}),
+            "state_at_kill": killed.get("state", {}), "server_log": killed.get("server_log", []),
             "durable_config": durable, "durability": semantics}
 
 

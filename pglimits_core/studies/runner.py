@@ -36,6 +36,11 @@ class Context:
     host: dict[str, Any]
     ceilings: dict[str, dict[str, Any]] = field(default_factory=dict)
     runs_root: Path | None = None
+    done: Any = None  # a resume.DoneRuns when resuming: complete records reused, not re-measured
+
+    def reuse(self, study: str, system: str, variant: str, params: dict[str, Any]) -> RecordedRun | None:
+        """The record of this exact point from an interrupted run, if resuming and one is left."""
+        return self.done.take(study, system, variant, params) if self.done else None
 
 
 @dataclass

@@ -57,6 +57,8 @@ def test_postgres_loses_nothing_and_comes_back(fleet_and_context):
     assert outcome["confirmed"] > 0 and outcome["lost"] == 0
     assert outcome["present_after"] >= outcome["confirmed"]
     assert outcome["first_claim_s"] is not None and outcome["first_claim_s"] < RECOVERY_BOUND_S
+    # the server's own account of the restart is kept as evidence: it replayed WAL after a crash
+    assert any("automatic recovery in progress" in line for line in outcome["server_log"]), outcome["server_log"]
 
 
 def test_sqlite_normal_loses_nothing_after_its_process_is_killed(fleet_and_context):

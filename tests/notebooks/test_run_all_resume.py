@@ -1,5 +1,6 @@
 """Ctrl-C in the middle of ``run_all.py``: no server survives, no finished record is corrupt,
-``--resume`` completes, and a second ``--resume`` skips what is done."""
+``--resume`` completes by reusing the points already measured (none measured twice), and a
+second ``--resume`` skips what is done."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 
 from pglimits_core.config import FIGURES_DIR, PROJECT_ROOT
 from pglimits_core.record.rundir import finished_runs
+from pglimits_core.studies.resume import point_identity
 from tests.conftest import TEST_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.notebook]
@@ -95,8 +97,13 @@ def run_all(dirs: dict[str, Path], *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
+def complete_records(runs: Path) -> list[tuple[Path, dict]]:
+    records = [(p, json.loads((p / "manifest.json").read_text())) for p in finished_runs(runs)]
+    return [(p, m) for p, m in records if m["status"] == "complete"]
+
+
 def committed_figures() -> dict[str, float]:
-    return {p.name: p.stat().st_mtime for p in FIGURES_DIR.glob("*")}
+    return {str(p): p.stat().st_mtime for p in FIGURES_DIR.rglob("*") if p.is_file()}
 
 
 def test_interrupted_run_all_leaves_nothing_behind_and_resumes(dirs: dict[str, Path], tmp_path: Path):
@@ -109,12 +116,18 @@ def test_interrupted_run_all_leaves_nothing_behind_and_resumes(dirs: dict[str, P
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
                               capture_output=True, text=True)
     assert validate.returncode == 0, validate.stdout + validate.stderr
+    measured_before = {p.name for p, _ in complete_records(runs)}
+    assert measured_before, "the interrupt came before any complete record"
 
     resumed = run_all(dirs, "--resume")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     status = json.loads((dirs["data"] / "executed" / "test" / "status.json").read_text())
     assert status["10-queue"]["status"] == "complete"
     assert processes_using(dirs["state"]) == []
+    after = complete_records(runs)
+    assert measured_before <= {p.name for p, _ in after}, "records measured before the interrupt were not kept"
+    identities = [point_identity(m["study"], m["system"], m["variant"], m["params"]) for _, m in after]
+    assert len(identities) == len(set(identities)), "a point was measured twice (resume re-measured it)"
 
     again = run_all(dirs, "--resume")
     assert again.returncode == 0 and "skipped" in again.stdout, again.stdout + again.stderr

@@ -134,3 +134,14 @@ def test_percentile_is_nearest_rank():
     values = [float(v) for v in range(1, 201)]
     assert percentile(values, 0.5) == 100.0 and percentile(values, 0.99) == 198.0
     assert percentile([7.0], 0.99) == 7.0
+
+
+@pytest.mark.parametrize(("model", "cores", "gib", "expected"), [
+    ("AMD EPYC", 2, 23.6, "amd-epyc-2vcpu-24gib"),
+    ("Intel(R) Xeon(R) CPU @ 2.20GHz", 4, 16, "intel-xeon-4vcpu-16gib"),
+    ("", 8, 32, "unknown-cpu-8vcpu-32gib"),
+])
+def test_host_id_names_the_machine_for_its_results_directory(model, cores, gib, expected):
+    from pglimits_core.samplers.host_facts import host_id
+
+    assert host_id({"cpu_model": model, "logical_cores": cores, "ram_total_bytes": int(gib * 2**30)}) == expected
