@@ -9,6 +9,7 @@ import matplotlib.ticker  # noqa: E402
 
 matplotlib.use("Agg")  # headless: papermill and CI have no display
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from pglimits_core.config import FIGURES_DIR  # noqa: E402
@@ -46,7 +47,10 @@ def save_figure(fig: plt.Figure, name: str, directory: Path | None = None) -> li
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / f"{name}.png", directory / f"{name}.svg"]
     fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
+    # no date and fixed element ids: the same records give the same SVG bytes, so a regenerated
+    # figure shows up in git only when its data changed
+    with matplotlib.rc_context({"svg.hashsalt": "pglimits"}):
+        fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
     return paths
 
 
@@ -55,8 +59,9 @@ def consumer_sweep_chart(table: pd.DataFrame, title: str = "Queue throughput vs 
     fig, ax = plt.subplots(figsize=(8, 5))
     for variant, group in table.groupby("variant"):
         group = group.sort_values("consumers")
-        spread = [(group.jobs_per_s - group.min_jobs_per_s).to_numpy(),
-                  (group.max_jobs_per_s - group.jobs_per_s).to_numpy()]
+        # one (2, n) array: a list of two arrays makes matplotlib test truth of an array
+        spread = np.vstack([(group.jobs_per_s - group.min_jobs_per_s).to_numpy(),
+                            (group.max_jobs_per_s - group.jobs_per_s).to_numpy()])
         ax.errorbar(group.consumers.to_numpy(), group.jobs_per_s.to_numpy(), yerr=spread,
                     marker="o", capsize=3, color=colour_for(variant), label=variant,
                     linestyle=line_style_for(variant, table.variant))
@@ -82,7 +87,7 @@ def latency_chart(table: pd.DataFrame) -> plt.Figure:
     variants = sorted(per_rate.variant.unique())
     for index, (variant, group) in enumerate(per_rate.groupby("variant")):
         x = group.offered_per_s * (1 + 0.025 * (index - (len(variants) - 1) / 2))
-        spread = [(group.p99 - group.p99_min).to_numpy(), (group.p99_max - group.p99).to_numpy()]
+        spread = np.vstack([(group.p99 - group.p99_min).to_numpy(), (group.p99_max - group.p99).to_numpy()])
         ax.errorbar(x.to_numpy(), group.p99.to_numpy(), yerr=spread, marker="o", capsize=2,
                     color=colour_for(variant), linestyle=line_style_for(variant, table.variant), label=f"{variant} p99")
         ax.plot(x, group.p50, marker=".", linestyle="none", color=colour_for(variant))
