@@ -125,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"run_all: {len(names) - len(failed)} of {len(names)} notebooks complete; executed copies in "
           f"{executed_dir(args.profile)}; figures in {args.figures_dir or profile_figures_dir(args.profile)}; "
           f"tables and report.html in {profile_results_dir(args.profile)}")
+    if args.profile == "full" and not failed:  # the one profile whose results are committed
+        print("run_all: to commit these results and refresh the README block: make results")
     return 1 if failed else 0
 
 
