@@ -131,6 +131,7 @@ def state_at_kill(server_name: str, url: str) -> dict[str, Any]:
     except Exception as exc:  # the state is context, not the measurement: note it and kill anyway
         return {"state_error": f"{type(exc).__name__}: {exc}"}
 
+
 def log_size(server: Any) -> int:
     path = getattr(server, "log_path", None)
     return path.stat().st_size if path is not None and path.exists() else 0

@@ -19,8 +19,9 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
+from pglimits_core.analysis.runs import load_records
 from pglimits_core.config import data_dir
-from pglimits_core.record.rundir import PARTIAL_SUFFIX, finished_runs, utc_stamp
+from pglimits_core.record.rundir import PARTIAL_SUFFIX, utc_stamp
 from pglimits_core.record.summary import Summary
 
 # manifest params written after the run (its outcome, the resolved load) are not part of the ask
@@ -43,28 +44,26 @@ class DoneRuns:
     """The complete records of one study under ``runs_root``, handed out once each by identity."""
 
     def __init__(self, runs_root: Path, study: str):
-        self._by_identity: dict[str, deque[Path]] = defaultdict(deque)
-        for path in finished_runs(runs_root):
-            manifest = json.loads((path / "manifest.json").read_text())
-            if manifest.get("study") == study and manifest.get("status") == "complete":
+        self._by_identity: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
+        for record in load_records(study, runs_root):
+            manifest = record["manifest"]
+            if manifest.get("status") == "complete":
                 key = point_identity(study, manifest["system"], manifest["variant"], manifest.get("params", {}))
-                self._by_identity[key].append(path)
-        self.available = sum(len(paths) for paths in self._by_identity.values())
+                self._by_identity[key].append(record)
         self.reused = 0
 
     def take(self, study: str, system: str, variant: str, params: dict[str, Any]):
         """A ``RecordedRun`` read back from disk for this point, or None if it must be measured."""
         from pglimits_core.studies.runner import RecordedRun
 
-        paths = self._by_identity.get(point_identity(study, system, variant, params))
-        if not paths:
+        records = self._by_identity.get(point_identity(study, system, variant, params))
+        if not records:
             return None
-        path = paths.popleft()
+        record = records.popleft()
         self.reused += 1
-        manifest = json.loads((path / "manifest.json").read_text())
-        summary_path = path / "summary.json"
-        summary = Summary.model_validate_json(summary_path.read_text()) if summary_path.exists() else None
-        return RecordedRun(path, summary, "complete", None, manifest.get("params", {}).get("outcome", {}))
+        summary = Summary.model_validate(record["summary"]) if record["summary"] else None
+        outcome = record["manifest"].get("params", {}).get("outcome", {})
+        return RecordedRun(record["path"], summary, "complete", None, outcome)
 
 
 def supersede_runs(runs_root: Path, study: str, profile: str) -> Path | None:
