@@ -216,8 +216,11 @@ def close_quietly(adapter: Any) -> None:
 
 def recover(server: Any, v: QueueVariant) -> dict[str, Any]:
     """Restart, time the first claim, drain; the claimed and drained ids are what survived."""
+    # Taken before the restart thread runs: SQLite's restart takes ~2 ms, so reading it after
+    # the thread started could already see the new endpoint and wait for a change that never comes.
+    dead_endpoint = server.endpoint
     thread, state = restart_in_background(server)
-    adapter, claimed, answered_s = poll_first_claim(server, v, server.endpoint, state)
+    adapter, claimed, answered_s = poll_first_claim(server, v, dead_endpoint, state)
     try:
         first_ids = [decode(m.payload)[0] for m in claimed]
         if claimed:
