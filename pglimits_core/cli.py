@@ -5,6 +5,7 @@ Every user-fixable problem surfaces as one line on stderr and exit code 2 (see e
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -164,6 +165,67 @@ def bench_harness(
     console.print(table)
     for row in rows:
         console.print(f"- {row.what}: {row.note}")
+
+
+datasets_app = typer.Typer(no_args_is_help=True, help="The seeded datasets of a profile (built once, checksummed).")
+app.add_typer(datasets_app, name="datasets")
+
+
+def _profile_datasets(profile: str) -> dict:
+    from pglimits_core.profiles import load_profile
+
+    declared = load_profile(profile).datasets
+    specs = {kind: spec for kind, spec in (("corpus", declared.corpus), ("vectors", declared.vectors)) if spec}
+    if not specs:
+        raise PGLimitsError(f"profile {profile} declares no datasets", "add a `datasets:` section to it")
+    return specs
+
+
+@datasets_app.command("build")
+def datasets_build(profile: str = typer.Option("quick", help="the profile whose datasets to build")) -> None:
+    """Generate the profile's corpus and vectors with exact ground truth; reuses complete ones."""
+    from pglimits_core.datasets import store
+
+    for kind, spec in _profile_datasets(profile).items():
+        was_built = store.is_built(spec)
+        path = store.ensure_dataset(spec, progress=lambda message: console.print(f"  {message}"))
+        manifest = json.loads((path / store.MANIFEST).read_text())
+        size = sum(entry["bytes"] for entry in manifest["files"].values())
+        state = "reused" if was_built else f"built in {manifest['build_seconds']:.1f} s"
+        # one line per dataset, unwrapped: a table folds the paths on an 80-column pipe
+        console.print(f"{kind}: {_relative(path)} — {_contents(manifest['counts'])}; "
+                      f"{size / 2**20:,.1f} MiB; {state}", soft_wrap=True)
+
+
+def _contents(counts: dict) -> str:
+    if "documents" in counts:  # a corpus
+        per_class = "/".join(str(n) for n in counts["queries"].values())
+        return (f"{counts['documents']:,} documents, {counts['tokens']:,} tokens, {counts['vocabulary']:,} words; "
+                f"{per_class} AND queries ({'/'.join(counts['queries'])}) with exact matches")
+    return f"{counts['count']:,} × {counts['dim']} vectors; {counts['queries']:,} queries with exact top-{counts['k']}"
+
+
+def _relative(path) -> str:
+    from pglimits_core.config import PROJECT_ROOT
+
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
+@datasets_app.command("verify")
+def datasets_verify(profile: str = typer.Option("quick", help="the profile whose datasets to check")) -> None:
+    """Re-hash every file of the profile's datasets against its manifest."""
+    from pglimits_core.datasets import store
+
+    problems = []
+    for kind, spec in _profile_datasets(profile).items():
+        if not store.is_built(spec):
+            problems.append(f"{kind}: not built")
+            continue
+        problems += [f"{kind}: {problem}" for problem in store.verify_dataset(store.dataset_dir(spec))]
+    if problems:
+        raise PGLimitsError(f"datasets of profile {profile}: {'; '.join(problems)}",
+                            f"rebuild: rm -rf data/datasets && pglimits datasets build --profile {profile}")
+    console.print(f"datasets of profile {profile}: every file matches its manifest")
 
 
 def main() -> None:

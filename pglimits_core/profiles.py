@@ -10,6 +10,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from pglimits_core.config import PROFILES_DIR
+from pglimits_core.datasets.corpus import CorpusSpec
+from pglimits_core.datasets.vectors import VectorSpec
 from pglimits_core.errors import PGLimitsError
 
 
@@ -71,6 +73,14 @@ class QueueProfile(Strict):
     recovery: RecoveryDrill | None = None
 
 
+class Datasets(Strict):
+    """The seeded datasets of the search and vector workloads (``pglimits datasets build``);
+    the specs validate themselves, so their fields and defaults live in ``datasets/`` only."""
+
+    corpus: CorpusSpec | None = None
+    vectors: VectorSpec | None = None
+
+
 class Profile(Strict):
     name: str
     description: str = ""
@@ -78,6 +88,7 @@ class Profile(Strict):
     #: server name -> URL/DSN of a server you run (e.g. docker compose); attached, never started
     external: dict[str, str] = Field(default_factory=dict)
     queue: QueueProfile
+    datasets: Datasets = Field(default_factory=Datasets)
 
 
 def load_profile(name: str) -> Profile:
@@ -91,3 +102,5 @@ def load_profile(name: str) -> Profile:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise PGLimitsError(f"profile {name}: {where}: {first['msg']}", f"fix {path}") from None
+    except PGLimitsError as exc:  # a dataset spec's own check (it names the field)
+        raise PGLimitsError(f"profile {name}: datasets: {exc.problem}", f"in {path}: {exc.fix}") from None

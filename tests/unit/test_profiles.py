@@ -4,7 +4,7 @@ from pglimits_core import profiles
 from pglimits_core.errors import PGLimitsError
 
 
-@pytest.mark.parametrize("name", ["quick", "full", "test"])
+@pytest.mark.parametrize("name", ["quick", "full", "reference", "test"])
 def test_committed_profiles_validate_and_their_variants_exist(name):
     from pglimits_core.studies.queue import variant
 
@@ -40,3 +40,24 @@ def test_unknown_queue_system_and_bad_batch_are_one_line_errors():
         variant("kafka")
     with pytest.raises(PGLimitsError, match="batch"):
         variant("pg_delete", batch=0)
+
+
+def test_full_profile_declares_the_source_study_datasets():
+    datasets = profiles.load_profile("full").datasets
+    assert (datasets.corpus.documents, datasets.corpus.vocabulary) == (200_000, 50_000)
+    assert (datasets.vectors.count, datasets.vectors.dim) == (200_000, 384)
+
+
+@pytest.mark.parametrize(("block", "named"), [
+    ("{corpus: {documents: 1000, stemming: true}}", "datasets.corpus.stemming"),
+    ("{vectors: {count: many}}", "datasets.vectors.count"),
+    ("{corpus: {documents: 0}}", "CorpusSpec.documents"),
+])
+def test_bad_dataset_entries_name_the_key(tmp_path, monkeypatch, block, named):
+    monkeypatch.setattr(profiles, "PROFILES_DIR", tmp_path)
+    (tmp_path / "bad.yaml").write_text("queue: {variants: [{system: pg_delete}],"
+                                       " throughput: {consumers: [1], prefill: 1, duration_s: 1},"
+                                       f" latency: {{rates: [1], duration_s: 1}}}}\ndatasets: {block}\n")
+    with pytest.raises(PGLimitsError, match=named) as caught:
+        profiles.load_profile("bad")
+    assert "bad.yaml" in str(caught.value) and "\n" not in str(caught.value)
