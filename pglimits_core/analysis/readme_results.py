@@ -112,7 +112,7 @@ def results_block(profile: str, host: str | None = None) -> str:
     if recovery is not None and not recovery.empty:
         lines += ["Crash drill (SIGKILL mid-load, restart, time to the first successful claim):", "",
                   recovery[["variant", "kill_target", "confirmed", "lost", "recovery_s", "wal_to_replay_mb", "durable"]]
-                  .round({"recovery_s": 3}).astype(object).fillna("—").to_markdown(index=False), "",
+                  .round({"recovery_s": 3}).astype(object).where(lambda cells: cells.notna(), "—").to_markdown(index=False), "",
                   "Postgres restart time is WAL replay: `wal_to_replay_mb` is the WAL written since the last "
                   "checkpoint when the server was killed (bounded by `checkpoint_timeout`/`max_wal_size`).", ""]
     lines += [f"![{name}]({_relative(figures_dir)}/{name}.png)" for name in FIGURES

@@ -192,7 +192,8 @@ def _seed_paragraphs() -> list[str]:
             f"lies within the seed's range widened ×{AGREEMENT_SLACK} each way; <b>same direction, different "
             "size</b> when the same system wins; <b>differ</b> when the other one does. Latency pairs use the "
             "offered rate both systems were measured at that is nearest the seed's (sustained rates first) — "
-            "the rate is named in each cell."]
+            "the rate is named in each cell; when that is not the seed's rate, the pair is shown for context "
+            "and judged <b>not comparable</b>."]
 
 
 def queue_sections(tables: dict[str, pd.DataFrame], figures: list[Path]) -> list[Section]:

@@ -67,6 +67,7 @@ class Measured:
     variant: str
     value: float
     note: str = ""
+    rate: float | None = None  # the offered rate of a latency point
 
 
 def _throughput_point(table: pd.DataFrame, variants: tuple[str, ...], consumers: int | None) -> Measured | None:
@@ -102,7 +103,7 @@ def _latency_point(table: pd.DataFrame, variant: str, rate: float) -> Measured:
     flags = [f"at {rate:,.0f}/s, median of {len(rows)}"]
     flags += ["not sustained"] if any(_flag_false(value) for value in rows.sustained) else []
     flags += ["client-bound"] if any(_flag_true(value) for value in rows.client_bound) else []
-    return Measured(variant, float(rows.e2e_p99_ms.median()), "; ".join(flags))
+    return Measured(variant, float(rows.e2e_p99_ms.median()), "; ".join(flags), rate)
 
 
 def _flag_true(value) -> bool:
@@ -155,13 +156,18 @@ def comparison_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         low, high = claim.seed_ratio_range()
         ours_a, ours_b = measured_pair(claim, tables)
         ratio = ours_a.value / ours_b.value if ours_a and ours_b and ours_b.value else None
+        judged = verdict(ratio, low, high)
+        if claim.rate and ours_a and ours_a.rate != claim.rate:
+            # a p99 at another rate is shown for context, but it is not the seed's figure
+            judged = (f"not comparable: no rate near {claim.rate:,.0f}/s that both sustained here "
+                      f"(ours at {ours_a.rate:,.0f}/s)")
         unit = "jobs/s" if claim.metric.startswith("throughput") else "ms p99"
         rows.append({"source": claim.source, "figure": claim.what, "A / B": f"{claim.a_label} / {claim.b_label}",
                      "seed A": _seed_text(claim.seed_a, unit), "seed B": _seed_text(claim.seed_b, unit),
                      "seed ratio A/B": _range_text(low, high),
                      "ours A": _ours_text(ours_a, unit), "ours B": _ours_text(ours_b, unit),
                      "our ratio A/B": None if ratio is None else round(ratio, 2),
-                     "verdict": verdict(ratio, low, high)})
+                     "verdict": judged})
     return pd.DataFrame(rows)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pglimits_core.analysis.seed_figures import CLAIMS, measured_pair
+from pglimits_core.analysis.seed_figures import CLAIMS, comparison_table, measured_pair
 
 SQLITE_VS_PGMQ_AT_1K = next(c for c in CLAIMS if c.what == "queue p99 end-to-end at 1k msg/s")
 
@@ -31,3 +31,13 @@ def test_the_rate_both_sustained_wins_over_a_nearer_one():
     claim = next(c for c in CLAIMS if c.what == "queue p99 end-to-end at 5k msg/s")
     sqlite, pgmq = measured_pair(claim, {"latency": table})
     assert (sqlite.value, pgmq.value) == (1.0, 3.0) and "at 1,000/s" in pgmq.note
+
+
+def test_a_latency_claim_measured_only_at_another_rate_gets_no_verdict():
+    table = pd.DataFrame(latency_rows("sqlite_wal batch=1", 1000.0, [1.0]) + latency_rows("pgmq batch=1", 1000.0, [5.0])
+                         + latency_rows("sqlite_wal batch=1", 5000.0, [2.0])
+                         + latency_rows("pgmq batch=1", 5000.0, [900.0], sustained=False))
+    rows = comparison_table({"latency": table}).set_index("figure")
+    assert rows.loc["queue p99 end-to-end at 1k msg/s", "verdict"] == "agree"  # 0.20x vs 0.18x
+    at_5k = rows.loc["queue p99 end-to-end at 5k msg/s", "verdict"]
+    assert at_5k.startswith("not comparable") and "5,000/s" in at_5k and "ours at 1,000/s" in at_5k
