@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from pglimits_core.config import PROJECT_ROOT
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.servers import fleet as fleet_mod
 from pglimits_core.servers.registry import SERVERS, server_class, validate_names
@@ -206,8 +207,6 @@ def _contents(counts: dict) -> str:
 
 
 def _relative(path) -> str:
-    from pglimits_core.config import PROJECT_ROOT
-
     return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
 
 
@@ -216,15 +215,15 @@ def datasets_verify(profile: str = typer.Option("quick", help="the profile whose
     """Re-hash every file of the profile's datasets against its manifest."""
     from pglimits_core.datasets import store
 
-    problems = []
+    problems, damaged = [], []
     for kind, spec in _profile_datasets(profile).items():
-        if not store.is_built(spec):
-            problems.append(f"{kind}: not built")
-            continue
-        problems += [f"{kind}: {problem}" for problem in store.verify_dataset(store.dataset_dir(spec))]
+        found = ["not built"] if not store.is_built(spec) else store.verify_dataset(store.dataset_dir(spec))
+        problems += [f"{kind}: {problem}" for problem in found]
+        damaged += [_relative(store.dataset_dir(spec))] if found and found != ["not built"] else []
     if problems:
+        remove = f"rm -rf {' '.join(damaged)} && " if damaged else ""
         raise PGLimitsError(f"datasets of profile {profile}: {'; '.join(problems)}",
-                            f"rebuild: rm -rf data/datasets && pglimits datasets build --profile {profile}")
+                            f"{remove}pglimits datasets build --profile {profile}")
     console.print(f"datasets of profile {profile}: every file matches its manifest")
 
 

@@ -32,6 +32,7 @@ def test_build_reuse_verify_and_a_flipped_byte(tmp_path):
     damaged = pglimits("datasets", "verify", "--profile", "test", data_dir=tmp_path)
     assert damaged.returncode == 2
     assert damaged.stderr.strip().count("\n") == 0 and "base.npy: sha256 differs" in damaged.stderr
+    assert f"rm -rf {base.parent}" in damaged.stderr and "corpus-" not in damaged.stderr.split("fix:")[1]
 
 
 def test_unknown_profile_is_a_one_line_error(tmp_path):
