@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pglimits_core.config import PROJECT_ROOT
+from pglimits_core.config import repo_relative
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.servers import fleet as fleet_mod
 from pglimits_core.servers.registry import SERVERS, server_class, validate_names
@@ -194,7 +194,7 @@ def datasets_build(profile: str = typer.Option("quick", help="the profile whose 
         size = sum(entry["bytes"] for entry in manifest["files"].values())
         state = "reused" if was_built else f"built in {manifest['build_seconds']:.1f} s"
         # one line per dataset, unwrapped: a table folds the paths on an 80-column pipe
-        console.print(f"{kind}: {_relative(path)} — {_contents(manifest['counts'])}; "
+        console.print(f"{kind}: {repo_relative(path)} — {_contents(manifest['counts'])}; "
                       f"{size / 2**20:,.1f} MiB; {state}", soft_wrap=True)
 
 
@@ -206,10 +206,6 @@ def _contents(counts: dict) -> str:
     return f"{counts['count']:,} × {counts['dim']} vectors; {counts['queries']:,} queries with exact top-{counts['k']}"
 
 
-def _relative(path) -> str:
-    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
-
-
 @datasets_app.command("verify")
 def datasets_verify(profile: str = typer.Option("quick", help="the profile whose datasets to check")) -> None:
     """Re-hash every file of the profile's datasets against its manifest."""
@@ -217,9 +213,11 @@ def datasets_verify(profile: str = typer.Option("quick", help="the profile whose
 
     problems, damaged = [], []
     for kind, spec in _profile_datasets(profile).items():
-        found = ["not built"] if not store.is_built(spec) else store.verify_dataset(store.dataset_dir(spec))
-        problems += [f"{kind}: {problem}" for problem in found]
-        damaged += [_relative(store.dataset_dir(spec))] if found and found != ["not built"] else []
+        if not store.is_built(spec):
+            problems.append(f"{kind}: not built")
+        elif found := store.verify_dataset(store.dataset_dir(spec)):
+            problems += [f"{kind}: {problem}" for problem in found]
+            damaged.append(repo_relative(store.dataset_dir(spec)))
     if problems:
         remove = f"rm -rf {' '.join(damaged)} && " if damaged else ""
         raise PGLimitsError(f"datasets of profile {profile}: {'; '.join(problems)}",

@@ -24,6 +24,13 @@ def data_dir() -> Path:
     return Path(os.environ.get("PGLIMITS_DATA_DIR", PROJECT_ROOT / "data")).resolve()
 
 
+def repo_relative(path: Path) -> str:
+    """``path`` relative to the repository, as README links and messages show it (absolute when
+    an override such as PGLIMITS_DATA_DIR put it elsewhere)."""
+    path = Path(path).resolve()
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
 def runs_dir() -> Path:
     return data_dir() / "runs"
 

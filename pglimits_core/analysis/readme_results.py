@@ -21,6 +21,7 @@ from pglimits_core.config import (
     current_host_id,
     profile_figures_dir,
     profile_results_dir,
+    repo_relative,
     results_dir,
 )
 from pglimits_core.errors import PGLimitsError
@@ -99,9 +100,10 @@ def results_block(profile: str, host: str | None = None) -> str:
     if not root.is_dir():
         raise PGLimitsError(f"no committed runs in {root}", f"export them: python -m pglimits_core.record.export --profile {profile}")
     records = load_records("queue", root)
-    results, figures_dir = _relative(profile_results_dir(profile, host)), profile_figures_dir(profile, host)
+    results_root, figures_dir = profile_results_dir(profile, host), profile_figures_dir(profile, host)
+    results = repo_relative(results_root)
     # tables and figures are recomputed into the committed places, so the block and the files agree
-    tables = queue_tables.queue_report(profile, str(root), str(figures_dir), str(PROJECT_ROOT / results / "tables"))
+    tables = queue_tables.queue_report(profile, str(root), str(figures_dir), str(results_root / "tables"))
     lines = [START, f"### Queue results (profile `{profile}`, machine `{host}`, generated from its run records)", "",
              f"Hardware: {hardware_line(records)}.", "",
              "Median over repetitions (min–max); `@n` = at n consumers; ᶜ = client-bound (the Python "
@@ -115,15 +117,9 @@ def results_block(profile: str, host: str | None = None) -> str:
                   .round({"recovery_s": 3}).astype(object).where(lambda cells: cells.notna(), "—").to_markdown(index=False), "",
                   "Postgres restart time is WAL replay: `wal_to_replay_mb` is the WAL written since the last "
                   "checkpoint when the server was killed (bounded by `checkpoint_timeout`/`max_wal_size`).", ""]
-    lines += [f"![{name}]({_relative(figures_dir)}/{name}.png)" for name in FIGURES
+    lines += [f"![{name}]({repo_relative(figures_dir)}/{name}.png)" for name in FIGURES
               if (figures_dir / f"{name}.png").exists()]
     return "\n".join([*lines, END])
-
-
-def _relative(path: Path) -> str:
-    """Repository-relative, as README links must be (absolute if PGLIMITS_DATA_DIR moved it out)."""
-    path = path.resolve()
-    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
 
 
 def update_readme(block: str, readme: Path = PROJECT_ROOT / "README.md") -> None:
