@@ -52,6 +52,8 @@ class CliffSearch(Strict):
     probe_s: PositiveFloat = 3
     p99_bound_ms: PositiveFloat = 50
     max_probes: PositiveInt = 5
+    #: measurements per rate near the edge; a rate holds only if every one passes
+    repeats: PositiveInt = 3
 
 
 class RecoveryDrill(Strict):
@@ -61,6 +63,8 @@ class RecoveryDrill(Strict):
     variants: list[str] = Field(min_length=1)
     load_s: PositiveFloat = 5
     rate: PositiveFloat | None = 1000
+    #: drills per variant, each its own run record (restart time is plotted against WAL replayed)
+    drills: PositiveInt = 1
 
 
 class QueueProfile(Strict):

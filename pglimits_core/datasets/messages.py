@@ -4,7 +4,9 @@ A payload is valid JSON of an *exact* encoded size::
 
     {"enq_ns":<20 bytes>,"id":"<producer>-<seq>","pad":"<filler>"}
 
-``enq_ns`` comes first at a fixed offset and fixed width (right-aligned digits; JSON allows
+``enq_ns`` is the *intended* send time of a load producer (the open-loop schedule's start, so
+a producer running late shows up in end-to-end latency), the send time for anything else. It
+comes first at a fixed offset and fixed width (right-aligned digits; JSON allows
 the leading blanks), so stamping the enqueue time at send is one bytes splice with no JSON
 encoding, and ``decode`` is two slices — cheap enough to sit inside the timed loop.
 Systems that re-encode JSON (pgmq stores ``jsonb``) hand back a normalised form; ``decode``
@@ -80,10 +82,11 @@ def stamp(template: bytes, enq_ns: int | None = None) -> bytes:
     return template[:ENQ_OFFSET] + b"%*d" % (ENQ_WIDTH, enq_ns) + template[ENQ_OFFSET + ENQ_WIDTH:]
 
 
-def stamp_batch(templates: list[bytes]) -> list[bytes]:
-    """One clock read per batch: the batch is sent as one statement, so it has one send time."""
-    now = time.monotonic_ns()
-    return [stamp(t, now) for t in templates]
+def stamp_batch(templates: list[bytes], sent_ns: int | None = None) -> list[bytes]:
+    """The batch stamped with one send time (it is sent as one statement): ``sent_ns``, or
+    the clock now. A load producer passes its *intended* send time (see ``load.intended_start_ns``)."""
+    when = time.monotonic_ns() if sent_ns is None else sent_ns
+    return [stamp(t, when) for t in templates]
 
 
 def decode(payload: bytes | str) -> tuple[str, int]:

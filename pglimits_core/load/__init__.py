@@ -21,7 +21,8 @@ import importlib
 _EXPORTS = {
     "run_load": "driver", "RunSpec": "spec", "Role": "spec", "Phase": "spec",
     "OpenLoop": "spec", "ClosedLoop": "spec", "Operation": "operation", "OpOutcome": "operation",
-    "WorkerContext": "operation", "current_worker": "operation", "search_rate": "ratesearch",
+    "WorkerContext": "operation", "current_worker": "operation",
+    "intended_start_ns": "operation", "search_rate": "ratesearch",
     "Slo": "ratesearch", "PointResult": "ratesearch", "RateSearchResult": "ratesearch",
 }
 __all__ = sorted(_EXPORTS)

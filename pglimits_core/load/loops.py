@@ -7,7 +7,9 @@ method: the operation does the verb, ``Executor.run_one`` times it). Kinds recor
 * ``service_time`` = completion − actual start (both loops);
 * open loop only: ``latency`` = completion − *intended* start and ``schedule_lag`` = actual
   start − intended start. A worker that falls behind never skips an intended start, so a
-  server stall shows up as latency of every operation queued behind it;
+  server stall shows up as latency of every operation queued behind it; one whose actual
+  start falls after its window's end is counted *late* (not achieved: "sustained" counts only
+  operations that started inside the window);
 * any kind an ``OpOutcome`` carries (e.g. ``end_to_end``).
 
 An operation is tagged with the phase its (intended, for open loop) start falls in.
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from pglimits_core.load.clock import Clock
-from pglimits_core.load.operation import Operation, normalize_outcome
+from pglimits_core.load.operation import Operation, normalize_outcome, set_intended_start
 from pglimits_core.load.schedule import Window
 from pglimits_core.record.recorder import Recorder
 
@@ -40,16 +42,23 @@ class Executor:
         self.errors = 0
         self.started = 0  # operations started (done, idle or failed) — what max_ops bounds
 
-    def run_one(self, phase: str, intended_ns: int | None = None) -> int:
-        """Run the operation once; returns items done (0: idle poll or error)."""
+    def run_one(self, phase: str, intended_ns: int | None = None, window_end_ns: int | None = None) -> int:
+        """Run the operation once; returns items done (0: idle poll or error).
+
+        An open-loop operation that actually starts after ``window_end_ns`` (its intended start
+        was inside the window, but the worker was that far behind) is still timed — its latency
+        is real — and also counted *late*: it does not count toward the achieved rate."""
         self.started += 1
         started_ns = self.clock.now_ns()
+        set_intended_start(started_ns if intended_ns is None else intended_ns)
         try:
             outcome = normalize_outcome(self.operation())
         except Exception as error:
             self._count_error(phase, error)
             return 0
         done_ns = self.clock.now_ns()
+        if window_end_ns is not None and started_ns > window_end_ns:
+            self.recorder.record_late(phase)
         if outcome.items == 0:
             self.recorder.record_idle(phase, done_ns)
         else:
@@ -109,7 +118,7 @@ def run_open_loop(executor: Executor, schedules: list[tuple[Window, Iterator[int
                 _count_missed(executor.recorder, window, starts, schedules[index + 1:])
                 return ENDED_BY_DURATION
             clock.sleep_until(intended_ns)
-            executor.run_one(window.phase, intended_ns)
+            executor.run_one(window.phase, intended_ns, window.end_ns)
     return ENDED_BY_DURATION
 
 

@@ -59,6 +59,7 @@ class WorkerContext:
 
 
 _current: WorkerContext | None = None
+_intended_start_ns: int | None = None
 
 
 def current_worker() -> WorkerContext | None:
@@ -69,6 +70,21 @@ def current_worker() -> WorkerContext | None:
 def set_current_worker(context: WorkerContext | None) -> None:
     global _current
     _current = context
+
+
+def intended_start_ns() -> int | None:
+    """When the operation now running was *meant* to start (``time.monotonic_ns()`` clock).
+
+    Set by the driver's executor around each call: the open loop's scheduled start, or the
+    actual start in a closed loop. An operation that stamps a message crossing processes (an
+    enqueue whose claim is timed end to end) stamps this, not "now": a producer running behind
+    its schedule must show up in the end-to-end latency, not hide in it."""
+    return _intended_start_ns
+
+
+def set_intended_start(when_ns: int | None) -> None:
+    global _intended_start_ns
+    _intended_start_ns = when_ns
 
 
 def normalize_outcome(outcome: OpOutcome | int | None) -> OpOutcome:

@@ -34,6 +34,7 @@ class WorkerResult:
     second_histograms: dict[tuple[str, str, int], bytes] = field(default_factory=dict)
     second_counts: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     missed: dict[str, int] = field(default_factory=dict)
+    late: dict[str, int] = field(default_factory=dict)
     clamped: int = 0
     error_samples: dict[str, str] = field(default_factory=dict)
     ended_by: str = ""  # "duration" | "max_ops" | "stop" (see load.loops)
@@ -49,6 +50,7 @@ class Recorder:
         self.second_hists: dict[tuple[str, str, int], HdrHistogram] = {}
         self.counts: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         self.missed: dict[str, int] = defaultdict(int)
+        self.late: dict[str, int] = defaultdict(int)
         self.clamped = 0
         self.error_samples: dict[str, str] = {}
 
@@ -84,6 +86,10 @@ class Recorder:
         """Open-loop operations whose intended start passed but which were never started."""
         self.missed[phase] += count
 
+    def record_late(self, phase: str) -> None:
+        """An open-loop operation of ``phase`` that actually started after the phase ended."""
+        self.late[phase] += 1
+
     def _record_value(self, kind: str, phase: str, second: int, value_us: int) -> None:
         phase_hist = self.phase_hists.get((kind, phase))
         if phase_hist is None:
@@ -102,5 +108,5 @@ class Recorder:
             phase_histograms={key: hist.encode(h) for key, h in self.phase_hists.items()},
             second_histograms={key: hist.encode(h) for key, h in self.second_hists.items()},
             second_counts={key: list(value) for key, value in self.counts.items()},
-            missed=dict(self.missed), clamped=self.clamped, error_samples=dict(self.error_samples),
+            missed=dict(self.missed), late=dict(self.late), clamped=self.clamped, error_samples=dict(self.error_samples),
         )

@@ -83,7 +83,7 @@ def _merge_histograms(results: list[WorkerResult]) -> dict[tuple[str, str, str, 
 
 def _merge_counts(results: list[WorkerResult]) -> dict[tuple[str, str, str], dict[str, int]]:
     totals: dict[tuple[str, str, str], dict[str, int]] = defaultdict(
-        lambda: dict.fromkeys((*COUNT_FIELDS, "missed"), 0)
+        lambda: dict.fromkeys((*COUNT_FIELDS, "missed", "late"), 0)
     )
     for result in results:
         for (phase, _second), values in result.second_counts.items():
@@ -92,6 +92,8 @@ def _merge_counts(results: list[WorkerResult]) -> dict[tuple[str, str, str], dic
                 row[name] += value
         for phase, missed in result.missed.items():
             totals[(result.role, result.op, phase)]["missed"] += missed
+        for phase, late in getattr(result, "late", {}).items():
+            totals[(result.role, result.op, phase)]["late"] += late
     return dict(totals)
 
 

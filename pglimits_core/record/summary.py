@@ -3,8 +3,9 @@
 Derived entirely from the run's merged histograms and counters, so it is recomputable from
 ``histograms/`` + the manifest. Warmup phases are left out (they stay labelled in the time
 series and histograms). Latency fields are microseconds; rates are per second of the phase.
-Open loop: ``offered_rate`` vs ``achieved_rate`` (ops started and finished, idle polls
-included, errors not) and ``sustained`` = achieved ≥ 95 % of offered. Closed loop has no
+Open loop: ``offered_rate`` vs ``achieved_rate`` (ops that finished and actually *started inside
+the phase*, idle polls included, errors and ``late`` starts not) and ``sustained`` = achieved ≥
+95 % of offered. Closed loop has no
 offered rate; its only latency is ``service_time`` (a closed loop cannot measure waiting).
 """
 
@@ -51,6 +52,7 @@ class OpSummary(BaseModel):
     idle_polls: int = Field(ge=0)
     errors: int = Field(ge=0)
     missed: int = Field(ge=0)
+    late: int = Field(default=0, ge=0)  # open loop: started after the phase ended (timed, not achieved)
     ops_per_s: float
     items_per_s: float
     offered_rate: float | None = None
@@ -84,7 +86,7 @@ def latency_stats(histogram) -> LatencyStats:
 def _rates(role: RoleInfo, counts: dict[str, int], duration_s: float) -> dict:
     rates = {"ops_per_s": counts["ops"] / duration_s, "items_per_s": counts["items"] / duration_s}
     if role.loop == "open" and role.offered_rate:
-        achieved = (counts["ops"] + counts["idle_polls"]) / duration_s
+        achieved = max(0, counts["ops"] + counts["idle_polls"] - counts.get("late", 0)) / duration_s
         rates.update(offered_rate=role.offered_rate, achieved_rate=achieved,
                      sustained=achieved >= SUSTAINED_FRACTION * role.offered_rate)
     return rates
@@ -93,7 +95,7 @@ def _rates(role: RoleInfo, counts: dict[str, int], duration_s: float) -> dict:
 def op_summary(run: RunResult, role: RoleInfo, phase_name: str) -> OpSummary:
     duration_s = run.phase(phase_name).duration_s
     counts = run.counts.get((role.name, role.op, phase_name)) or dict.fromkeys(
-        ("ops", "items", "idle_polls", "errors", "missed"), 0)
+        ("ops", "items", "idle_polls", "errors", "missed", "late"), 0)
     latencies = {
         kind: latency_stats(h) for (r, o, kind, p), h in sorted(run.histograms.items())
         if (r, o, p) == (role.name, role.op, phase_name)
@@ -102,6 +104,7 @@ def op_summary(run: RunResult, role: RoleInfo, phase_name: str) -> OpSummary:
         role=role.name, op=role.op, phase=phase_name, loop=role.loop, workers=role.workers,
         duration_s=duration_s, ops=counts["ops"], items=counts["items"],
         idle_polls=counts["idle_polls"], errors=counts["errors"], missed=counts["missed"],
+        late=counts.get("late", 0),
         latencies=latencies, **_rates(role, counts, duration_s),
     )
 

@@ -211,8 +211,12 @@ def point_result(run: RecordedRun, rate: float, duration_s: float) -> PointResul
 
 
 def cliff(ctx: Context, v: QueueVariant, start_rate: float, producers: int, consumers: int,
-          probe_s: float, p99_bound_ms: float, max_probes: int, seed: int = 0):
-    """Rate search for the highest sustainable rate; every probe is a recorded latency point."""
+          probe_s: float, p99_bound_ms: float, max_probes: int, seed: int = 0, repeats: int = 3):
+    """Rate search for the highest sustainable rate; every probe is a recorded latency point.
+
+    The SLO is judged on end-to-end latency from the *intended* send, over messages whose send
+    started inside the window (late sends count against the achieved rate), and a rate holds
+    only when ``repeats`` probes at it all pass (``load.ratesearch``)."""
     slo = Slo(p99_bound_us=p99_bound_ms * 1000, min_achieved_fraction=0.95, max_backlog_growth=0.05)
 
     def measure_at(rate: float) -> PointResult:
@@ -220,4 +224,4 @@ def cliff(ctx: Context, v: QueueVariant, start_rate: float, producers: int, cons
                             experiment="cliff", extra_params={"slo": vars(slo)})
         return point_result(run, rate, probe_s)
 
-    return search_rate(measure_at, slo, start_rate=start_rate, max_probes=max_probes)
+    return search_rate(measure_at, slo, start_rate=start_rate, max_probes=max_probes, repeats=repeats)

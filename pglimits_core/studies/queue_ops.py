@@ -1,7 +1,9 @@
 """Load operations for the queue study: adapters do the verbs, the driver owns the clock.
 
-Producers stamp each payload with ``time.monotonic_ns()`` at send; consumers compute the
-end-to-end latency (claimed − enqueued) from that stamp, and keep every message id they
+Producers stamp each payload with its *intended* send time (the open-loop schedule's start;
+the actual start in a closed loop), so a producer running behind its schedule shows up in the
+end-to-end latency that consumers compute (claimed − intended send) instead of hiding in it;
+consumers and keep every message id they
 acknowledged so the parent can prove exactly-once accounting (nothing lost, nothing twice).
 """
 
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
-from pglimits_core.load import OpOutcome, current_worker
+from pglimits_core.load import OpOutcome, current_worker, intended_start_ns
 from pglimits_core.workloads.queue.registry import make_adapter
 
 
@@ -47,7 +49,7 @@ class EnqueueOp(QueueOp):
         self.messages = MessageGenerator(self.seed, producer=self.tag)
 
     def __call__(self) -> int:
-        payloads = stamp_batch(self.messages.templates(self.batch))
+        payloads = stamp_batch(self.messages.templates(self.batch), intended_start_ns())
         self.adapter.enqueue(payloads)
         self.ids.extend(decode(p)[0] for p in payloads)  # only after the enqueue committed
         return len(payloads)
@@ -55,7 +57,7 @@ class EnqueueOp(QueueOp):
 
 class ConsumeOp(QueueOp):
     """Claim up to ``batch`` messages, acknowledge them; report per message the end-to-end
-    latency (enqueue stamp to claimed) and per call the claim's own round trip ("claim": the
+    latency (intended send to claimed) and per call the claim's own round trip ("claim": the
     consumer is closed loop, so this is a service time, the driver's "service_time" being
     claim + ack)."""
 

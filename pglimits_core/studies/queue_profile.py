@@ -63,7 +63,8 @@ def _planned_points(profile: Any, variants: list[QueueVariant]) -> list[tuple[st
         if cl and (not cl.variants or v.label in cl.variants):
             points.append(("cliff", v.label, _bind(cliff, v, start_rate=cl.start_rate, producers=cl.producers,
                                                    consumers=cl.consumers, probe_s=cl.probe_s,
-                                                   p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes)))
+                                                   p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes,
+                                                   repeats=cl.repeats)))
     return points
 
 

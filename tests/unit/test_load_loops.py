@@ -93,6 +93,31 @@ def test_ops_are_tagged_with_the_phase_of_their_intended_start():
     assert phases.count("warmup") == 1000 and phases.count("measure") == 1000
 
 
+def test_ops_started_after_their_window_ended_are_timed_and_counted_late():
+    clock, recorder = ManualClock(), SpyRecorder()
+    # a 400 ms stall at 0.8 s: the ops intended in 0.8-1.0 s start after the window's end
+    open_loop(TimedOp(clock, stall_at_ns=800 * MS, stall_ns=400 * MS), clock, recorder,
+              [Window("measure", 0, S)])
+    assert len(recorder.ops) == 1000  # every one ran and was timed (its latency is real) ...
+    assert 150 <= recorder.late["measure"] <= 200  # ... but these did not start in the window
+
+
+def test_the_operation_sees_its_intended_start_not_the_late_actual_one():
+    from pglimits_core.load.operation import intended_start_ns
+
+    clock, recorder, seen = ManualClock(), SpyRecorder(), []
+
+    class Stamping(TimedOp):
+        def __call__(self):
+            seen.append((intended_start_ns(), self.clock.now))
+            return super().__call__()
+
+    open_loop(Stamping(clock, stall_at_ns=100 * MS, stall_ns=50 * MS), clock, recorder,
+              [Window("measure", 0, 200 * MS)])
+    assert [intended for intended, _ in seen] == [i * MS for i in range(200)]
+    assert max(actual - intended for intended, actual in seen) >= 45 * MS  # late, stamped as meant
+
+
 def test_hopelessly_late_ops_are_counted_missed_after_the_drain():
     clock, recorder = ManualClock(), SpyRecorder()
     op = TimedOp(clock, stall_at_ns=500 * MS, stall_ns=10 * S)

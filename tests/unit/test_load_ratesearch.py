@@ -62,3 +62,35 @@ def test_nothing_sustainable_is_reported_as_none():
 def test_max_rate_caps_the_search():
     result = search_rate(synthetic_system(10**9, []), SLO, start_rate=100, max_rate=1000)
     assert result.sustainable_rate == 1000 and result.ended == "reached max_rate"
+
+
+def test_near_the_edge_each_rate_needs_every_repeat_to_pass():
+    calls = []
+    result = search_rate(synthetic_system(1_000, calls), SLO, start_rate=100, tolerance=0.05,
+                         max_probes=30, repeats=3)
+    best = result.sustainable_rate
+    assert 950 <= best <= 1_000
+    passes_at_best = [p for p in result.curve if p.point.offered == best and p.failed is None]
+    assert len(passes_at_best) == 3  # the answer itself was measured three times
+
+
+def test_a_lucky_pass_above_the_knee_is_not_the_cliff():
+    """Knee at 2,500/s, but the very first probe at 3,000/s passes by luck."""
+    lucky = iter([True])
+
+    def measure_at(rate):
+        ok = next(lucky, False) if rate == 3_000 else rate <= 2_500
+        return PointResult(rate, rate, 10, 1_000 if ok else 900_000)
+
+    result = search_rate(measure_at, SLO, start_rate=3_000, factor=1.5, tolerance=0.05,
+                         max_probes=20, repeats=2)
+    assert 2_375 <= result.sustainable_rate <= 2_500
+    assert result.ended == "converged"
+
+
+def test_sustainable_rate_is_monotone_safe():
+    from pglimits_core.load.ratesearch import sustainable_rate
+
+    assert sustainable_rate([(1_000, True), (2_000, False), (3_000, True)]) == 1_000
+    assert sustainable_rate([(1_000, True), (1_000, False)]) is None
+    assert sustainable_rate([]) is None

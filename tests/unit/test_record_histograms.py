@@ -72,7 +72,7 @@ def test_worker_records_merge_into_run_histograms_counts_and_seconds():
                                [WorkerStatus("r", i, "ok") for i in range(3)])
     assert run.status == "complete"
     assert run.counts[("r", "op", "measure")] == {"ops": 300, "items": 600, "idle_polls": 3,
-                                                  "errors": 0, "missed": 0}
+                                                  "errors": 0, "missed": 0, "late": 0}
     merged = run.histograms[("r", "op", "service_time", "measure")]
     assert merged.get_total_count() == 300 and merged.get_max_value() == pytest.approx(3, abs=0.01)
     assert list(run.timeseries["ops"]) == [300] and list(run.timeseries["second"]) == [0]
