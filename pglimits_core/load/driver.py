@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import queue
 import signal
+import threading
 import time
 
 from pglimits_core.errors import PGLimitsError
@@ -25,6 +26,27 @@ from pglimits_core.record.results import RunResult, WorkerStatus, merge_worker_r
 START_LEAD_S = 0.2  # lets every worker see the start time before it arrives
 POLL_S = 0.1
 EXIT_GRACE_S = 3.0  # a dead worker's last message may still be in the pipe
+
+# Pids of the worker processes of the runs in progress in this process. The host sampler reads
+# them from its own thread to tell client CPU from server CPU, which a process-tree walk cannot
+# do: the study process that runs the load also started the servers.
+_active_workers: set[int] = set()
+_active_workers_lock = threading.Lock()
+
+
+def active_worker_pids() -> list[int]:
+    """The pids of the load workers started by ``run_load`` and not yet reaped: exactly the
+    client side of the run in progress (empty between runs)."""
+    with _active_workers_lock:
+        return sorted(_active_workers)
+
+
+def _publish_workers(pids: list[int], active: bool) -> None:
+    with _active_workers_lock:
+        if active:
+            _active_workers.update(pids)
+        else:
+            _active_workers.difference_update(pids)
 
 
 def _plans(spec: RunSpec) -> list[WorkerPlan]:
@@ -139,14 +161,18 @@ def run_load(spec: RunSpec) -> RunResult:
                                            args=(plan, control, go_timeout_s), daemon=True)
                  for plan in _plans(spec)}
     collector = Collector(processes, control)
+    started: list[int] = []
     try:
         for process in processes.values():
             process.start()
+            started.append(process.pid)
+            _publish_workers([process.pid], active=True)
         _start_together(spec, collector, control)
         if not collector.wait(lambda: not collector.pending(), _run_deadline(spec)):
             collector.mark_unfinished("did not finish by the run deadline (stuck in an operation?)")
     finally:
         _stop_processes(processes)
+        _publish_workers(started, active=False)
     return merge_worker_results(list(collector.results.values()), spec.phase_infos(),
                                 [r.info() for r in spec.roles], _statuses(collector),
                                 spec.describe())

@@ -16,7 +16,11 @@ The rules, in order:
    because the harness holds the CPU.
 
 Anything else is not client-bound (latency-, lock- or I/O-bound, or the offered rate is below
-capacity) and the reason says which figures led there.
+capacity) and the reason says which figures led there. An embedded engine (SQLite) runs inside
+the workers, so there the question has no answer and the verdict is None.
+
+``cpu_sum_error`` checks the figures themselves: client and server together cannot use more
+CPU than the box has.
 """
 
 from __future__ import annotations
@@ -80,18 +84,59 @@ def _shared_box_verdict(client: float, server: float, cores: int, figures: str) 
     return False, f"box saturated mostly by the server; {figures}"
 
 
-def host_frame_verdict(frame: Any, client_workers: int) -> dict[str, Any]:
+#: sampling jitter allowed above the box's capacity before a CPU sum is called impossible: the
+#: per-process readings of one sample are taken a few ms apart, not at one instant
+BOX_TOLERANCE_PCT = 10.0
+NOT_APPLICABLE_IN_CLIENT = "not applicable: the engine runs inside the client processes"
+
+
+def host_frame_verdict(frame: Any, client_workers: int, server_cores: int | None = None,
+                       engine_in_client: bool = False) -> dict[str, Any]:
     """The client-bound verdict and CPU medians of a run from its host-sampler rows.
 
+    ``server_cores``: the server's CPU ceiling (None = all cores; 1 for single-threaded Redis).
+    ``engine_in_client``: the database engine runs inside the workers (SQLite), so the verdict
+    is None with a "not applicable" reason; the CPU medians are still reported.
+
     Returns the manifest fields ``client_bound``, ``client_bound_reason`` and ``cpu`` (% of
-    one core; client and server always share the cores on one box)."""
+    one core; client and server always share the cores on one box; ``cpu_sum_error`` reads it)."""
     if frame is None or "client_cpu_pct" not in getattr(frame, "columns", []):
         return {"client_bound": None, "client_bound_reason": "no host samples", "cpu": {}}
     client = list(frame["client_cpu_pct"].dropna())
     server = list(frame["server_cpu_pct"].dropna())
+    both = list((frame["client_cpu_pct"] + frame["server_cpu_pct"]).dropna())
     cores = os.cpu_count() or 1
-    bound, reason = classify_client_bound(client, server, cores=cores,
-                                          client_cores=min(client_workers, cores))
     cpu = {"client_cpu_pct_median": steady_median(client), "server_cpu_pct_median": steady_median(server),
-           "cores": cores, "client_and_server_share_cores": True}
+           "client_plus_server_cpu_pct_median": steady_median(both), "cores": cores,
+           "server_cores": server_cores, "client_and_server_share_cores": True}
+    if engine_in_client:
+        return {"client_bound": None, "client_bound_reason": NOT_APPLICABLE_IN_CLIENT, "cpu": cpu}
+    bound, reason = classify_client_bound(client, server, cores=cores,
+                                          client_cores=min(client_workers, cores),
+                                          server_cores=server_cores)
     return {"client_bound": bound, "client_bound_reason": reason, "cpu": cpu}
+
+
+def cpu_sum_error(cpu: dict[str, Any], tolerance_pct: float = BOX_TOLERANCE_PCT) -> str | None:
+    """Why the CPU figures of a run cannot be right, or None when they can.
+
+    ``cpu`` is the ``cpu`` dict of ``host_frame_verdict``. Client and server are disjoint sets
+    of processes on one box, so the median per-second sum of their CPU cannot exceed
+    100 % × ``cores`` (plus ``tolerance_pct`` of jitter); if it does, a process was counted on
+    both sides or a reading is wrong, and no verdict built on these figures holds.
+    """
+    total, cores = cpu.get("client_plus_server_cpu_pct_median"), cpu.get("cores")
+    if total is None or not cores:
+        return None
+    capacity = 100.0 * cores
+    if total <= capacity + tolerance_pct:
+        return None
+    client, server = cpu.get("client_cpu_pct_median"), cpu.get("server_cpu_pct_median")
+    return (f"sampler check failed: client + server CPU median {total:.0f}% of one core exceeds "
+            f"the box's {capacity:.0f}% ({cores} cores, tolerance {tolerance_pct:.0f} points; "
+            f"client median {_pct(client)}, server median {_pct(server)}): a process is counted "
+            "as both client and server, or a CPU reading is wrong")
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f}%"

@@ -228,10 +228,3 @@ def _busy_pct(previous: SystemSnapshot | None, current: SystemSnapshot) -> float
     total = current.total_cpu_seconds - previous.total_cpu_seconds
     busy = current.busy_cpu_seconds - previous.busy_cpu_seconds
     return 100.0 * busy / total if total > 0 else None
-
-
-def child_pids() -> list[int]:
-    """This process's descendants now: the load workers, i.e. the client side of a run."""
-    import psutil
-
-    return [child.pid for child in psutil.Process().children(recursive=True)]

@@ -45,6 +45,12 @@ class Server(abc.ABC):
 
     #: registry name, e.g. "postgres"
     name: str = ""
+    #: cores the server can keep busy at most; None = every core of the box. The client-bound
+    #: verdict judges server saturation against it (a single-threaded server is full at 1 core).
+    cpu_ceiling_cores: int | None = None
+    #: True when the engine runs inside the client processes (an embedded database): there is
+    #: no server CPU to weigh against the client's, so no client-bound verdict is given.
+    engine_in_client: bool = False
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None, **options: Any):
         from pglimits_core.config import state_dir

@@ -34,6 +34,8 @@ class RedisServer(Server):
     """redis-server in the foreground of its own process group, persistence off by default."""
 
     name = "redis"
+    # one event-loop thread runs every command (io-threads 1 in configs/servers/redis.conf)
+    cpu_ceiling_cores = 1
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None,
                  settings: dict[str, str] | None = None, start_timeout_s: float = 20, **options: Any):

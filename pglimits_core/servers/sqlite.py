@@ -44,6 +44,7 @@ class SQLiteServer(Server):
     """A WAL-mode database file under ``.pglimits/sqlite/``; ``pragmas={...}`` overrides keys."""
 
     name = "sqlite"
+    engine_in_client = True  # whichever process opens the file runs the engine
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None,
                  pragmas: dict[str, str] | None = None, filename: str = "queue.db", **options: Any):

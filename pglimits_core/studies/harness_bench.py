@@ -104,7 +104,7 @@ def compare_postgres(endpoint: Endpoint, clients: int, duration_s: int, batch: i
     jobs = max(200_000, 60_000 * batch * duration_s // 5)  # never drains within the window
     refill_jobs(endpoint.url, jobs)
     harness = closed_loop_rate(DeleteModeClaim(endpoint.url, batch), clients, duration_s,
-                               server_pids=endpoint.pids)
+                               server_pids=endpoint.pids, system=endpoint.system)
     refill_jobs(endpoint.url, jobs)
     tool_tps = pgbench_rate(endpoint, delete_mode_sql(batch), clients, duration_s)
     return Comparison(f"SKIP LOCKED delete-mode, batch {batch} (jobs/s)", clients,
@@ -135,7 +135,8 @@ def compare_redis(endpoint: Endpoint, clients: int, duration_s: int) -> Comparis
     with redis.Redis.from_url(endpoint.url) as client:
         client.delete(REDIS_LIST)
         client.lpush(REDIS_LIST, *[b"x" * PAYLOAD_BYTES] * 1000)
-    harness = closed_loop_rate(RedisRotate(endpoint.url), clients, duration_s, server_pids=endpoint.pids)
+    harness = closed_loop_rate(RedisRotate(endpoint.url), clients, duration_s,
+                               server_pids=endpoint.pids, system=endpoint.system)
     tool = redis_benchmark_rate(endpoint, clients, requests=max(100_000, int(harness.items_per_s * duration_s * 3)))
     return Comparison("Redis LMOVE, unpipelined (ops/s)", clients, harness.items_per_s, tool,
                       "redis-benchmark", _cpu_note(harness))

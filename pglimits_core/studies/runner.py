@@ -2,7 +2,8 @@
 
 Every study point goes through ``run_recorded`` so every run directory carries the same
 evidence: server descriptions and tuning ledgers, host facts, harness ceiling, client/server
-CPU, the client-bound verdict and the per-second sampler series (``samplers.parquet``).
+CPU, the client-bound verdict and the per-second sampler series (``samplers.parquet``). A run
+whose client + server CPU exceeds what the box has is recorded as failed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pglimits_core.load import RunSpec, run_load
+from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import RunDirectory, atomic_write_bytes, new_run_id
 from pglimits_core.record.summary import Summary
@@ -22,9 +24,9 @@ from pglimits_core.samplers import (
     RedisSampler,
     SamplerSet,
 )
-from pglimits_core.samplers.classify import host_frame_verdict
-from pglimits_core.samplers.host import child_pids
+from pglimits_core.samplers.classify import cpu_sum_error, host_frame_verdict
 from pglimits_core.servers.base import Endpoint
+from pglimits_core.servers.registry import server_class
 
 
 @dataclass
@@ -60,7 +62,9 @@ SERVER_SAMPLERS = {
 
 
 def samplers_for(server: str, endpoint: Endpoint, tables: list[str] | None) -> list[Any]:
-    host = HostSampler(client_pids=child_pids, server_pids=lambda: list(endpoint.pids))
+    """The host sampler (client = the load workers only, server = its pids and their children)
+    plus the server kind's own sampler, if it has one."""
+    host = HostSampler(client_pids=active_worker_pids, server_pids=lambda: list(endpoint.pids))
     make = SERVER_SAMPLERS.get(server)
     return [host, make(endpoint, tables)] if make else [host]
 
@@ -81,10 +85,30 @@ def run_recorded(ctx: Context, study: str, system: str, variant: str, server: st
         extra = after(result) if after else {}
         summary = run_dir.write_result(result)
         workers = sum(role.workers for role in spec.roles)
-        update = {**host_frame_verdict(frame, workers), "params": {**run_dir.manifest.params, "outcome": extra}}
+        verdict = cpu_verdict(server, frame, workers)
+        update = {**verdict, "params": {**run_dir.manifest.params, "outcome": extra}}
         run_dir.manifest = run_dir.manifest.model_copy(update=update)
         _write_samplers(run_dir.path, frame)
-    return RecordedRun(run_dir.final_path, summary, result.status, result.error, extra)
+        status, error = with_cpu_check(result.status, result.error, verdict["cpu"])
+        run_dir.finish(status, error)
+    return RecordedRun(run_dir.final_path, summary, status, error, extra)
+
+
+def cpu_verdict(server: str, frame: Any, workers: int) -> dict[str, Any]:
+    """``host_frame_verdict`` with the server kind's own CPU facts (its core ceiling, whether
+    its engine runs inside the client), read from its registered server class."""
+    kind = server_class(server)
+    return host_frame_verdict(frame, workers, server_cores=kind.cpu_ceiling_cores,
+                              engine_in_client=kind.engine_in_client)
+
+
+def with_cpu_check(status: str, error: str | None, cpu: dict[str, Any]) -> tuple[str, str | None]:
+    """The run's ``(status, error)`` after the sampler check: CPU figures the box cannot have
+    produced fail the run, because every CPU-based conclusion drawn from it would be wrong."""
+    problem = cpu_sum_error(cpu)
+    if problem is None:
+        return status, error
+    return "failed", "; ".join(e for e in (error, problem) if e)
 
 
 def _write_samplers(path: Path, frame: Any) -> None:

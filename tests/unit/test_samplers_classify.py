@@ -1,10 +1,16 @@
 """The client-bound verdict on synthetic per-second CPU series (% of one core)."""
 
 import math
+import os
 
 import pytest
 
-from pglimits_core.samplers.classify import classify_client_bound, steady_median
+from pglimits_core.samplers.classify import (
+    classify_client_bound,
+    cpu_sum_error,
+    host_frame_verdict,
+    steady_median,
+)
 
 
 def series(level, seconds=10, ramp=True):
@@ -56,3 +62,66 @@ def test_one_spike_does_not_flip_the_verdict():
 def test_steady_median_drops_none_and_nan():
     assert steady_median([None, 1.0, math.nan, 3.0]) == pytest.approx(2.0)
     assert steady_median([]) is None
+
+
+def host_frame(client, server, extra_rows=0):
+    """Host-sampler rows as ``SamplerSet.dataframe`` gives them, plus other samplers' rows."""
+    import pandas as pd
+
+    rows = [{"sampler": "host", "client_cpu_pct": c, "server_cpu_pct": s}
+            for c, s in zip(client, server, strict=True)]
+    rows += [{"sampler": "postgres", "wal_bytes_per_s": 1.0}] * extra_rows
+    return pd.DataFrame(rows)
+
+
+def test_frame_verdict_judges_a_single_threaded_server_against_one_core(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    frame = host_frame(series(70.0), series(92.0))
+    all_cores = host_frame_verdict(frame, client_workers=1)
+    one_core = host_frame_verdict(frame, client_workers=1, server_cores=1)
+    assert not all_cores["client_bound"] and "idle CPU" in all_cores["client_bound_reason"]
+    assert one_core["client_bound_reason"].startswith("server-bound")
+    assert one_core["cpu"]["server_cores"] == 1
+
+
+def test_frame_verdict_does_not_apply_when_the_engine_runs_in_the_client(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    verdict = host_frame_verdict(host_frame(series(190.0), series(0.0)), client_workers=4,
+                                 engine_in_client=True)
+    assert verdict["client_bound"] is None
+    reason = "not applicable: the engine runs inside the client processes"
+    assert verdict["client_bound_reason"] == reason
+    assert verdict["cpu"]["client_cpu_pct_median"] == pytest.approx(190.0)
+
+
+def test_frame_verdict_sums_client_and_server_per_second_ignoring_other_samplers(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    frame = host_frame([None, 50.0, 60.0, 70.0], [None, 100.0, 90.0, 80.0], extra_rows=3)
+    cpu = host_frame_verdict(frame, client_workers=1)["cpu"]
+    assert cpu["client_plus_server_cpu_pct_median"] == pytest.approx(150.0)
+    assert cpu["cores"] == 2
+
+
+def cpu_figures(client, server, total=None, cores=2):
+    return {"client_cpu_pct_median": client, "server_cpu_pct_median": server,
+            "client_plus_server_cpu_pct_median": client + server if total is None else total,
+            "cores": cores}
+
+
+def test_cpu_within_the_box_passes_the_sampler_check():
+    assert cpu_sum_error(cpu_figures(60.0, 130.0)) is None
+    assert cpu_sum_error(cpu_figures(90.0, 118.0)) is None  # 208 %: within the jitter allowance
+
+
+def test_cpu_beyond_the_box_fails_the_sampler_check_naming_the_figures():
+    # the counting error this check exists for: the servers counted as client too
+    problem = cpu_sum_error(cpu_figures(196.0, 130.0))
+    assert problem is not None
+    assert "326%" in problem and "200%" in problem and "2 cores" in problem
+    assert "client median 196%" in problem and "server median 130%" in problem
+
+
+def test_cpu_check_tolerance_is_adjustable_and_missing_figures_pass():
+    assert cpu_sum_error(cpu_figures(100.0, 101.0), tolerance_pct=0.0) is not None
+    assert cpu_sum_error({}) is None
+    assert cpu_sum_error({"client_plus_server_cpu_pct_median": None, "cores": 2}) is None

@@ -1,0 +1,86 @@
+"""The client/server CPU split on the process tree of a real run.
+
+As in a study, this test process starts the server (Postgres: postmaster plus one backend per
+connection, all descendants of this process) and then the load workers. The host sampler built
+the way the study runner builds it must count exactly the workers as client, none of the
+server's processes, and the two together can never use more CPU than the box has.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, run_load
+from pglimits_core.samplers import SamplerSet
+from pglimits_core.samplers.classify import cpu_sum_error, host_frame_verdict, steady_median
+from pglimits_core.studies.noop_ops import PostgresNoop
+from pglimits_core.studies.runner import samplers_for
+
+pytestmark = pytest.mark.integration
+
+WORKERS = 2
+CORES = os.cpu_count() or 1
+#: per-second readings of processes and of the machine are taken a few ms apart
+JITTER_PCT = 15.0
+
+
+class NotedNoop(PostgresNoop):
+    """``SELECT 1`` that first leaves its worker's pid in a directory (the test's ground truth)."""
+
+    def __init__(self, url: str, directory: Path):
+        super().__init__(url)
+        self.directory = directory
+
+    def open(self) -> None:
+        (self.directory / str(os.getpid())).touch()
+        super().open()
+
+
+def recording(source, log: list[set[int]]):
+    """``source`` unchanged, with every answer kept in ``log``."""
+    def read(*args):
+        answer = source(*args)
+        log.append(set(answer))
+        return answer
+    return read
+
+
+def test_the_client_is_exactly_the_load_workers_not_the_servers_this_process_started(
+        postgres_endpoint, tmp_path):
+    host = samplers_for("postgres", postgres_endpoint, None)[0]
+    client_reads: list[set[int]] = []
+    server_reads: list[set[int]] = []
+    host.client_pids = recording(host.client_pids, client_reads)
+    host.reader.with_children = recording(host.reader.with_children, server_reads)
+    spec = RunSpec(phases=[Phase("warmup", 0.5, warmup=True), Phase("measure", 3.0)], seed=1,
+                   roles=[Role("client", NotedNoop(postgres_endpoint.url, tmp_path),
+                               workers=WORKERS, loop=ClosedLoop(idle_sleep_s=0))])
+    with SamplerSet([host]) as samplers:
+        result = run_load(spec)
+    assert result.status == "complete", result.error
+
+    workers = {int(path.name) for path in tmp_path.iterdir()}
+    servers = set().union(*server_reads)
+    assert len(workers) == WORKERS
+    # the situation a process-tree walk gets wrong: the server is this process's descendant too
+    descendants = {child.pid for child in psutil.Process().children(recursive=True)}
+    assert set(postgres_endpoint.pids) <= descendants
+    assert len(servers) > 1 + WORKERS - 1  # postmaster, auxiliaries and the workers' backends
+    assert set().union(*client_reads) == workers
+    assert all(read <= workers for read in client_reads)
+    assert not servers & workers
+
+    frame = samplers.dataframe()
+    steady = frame.dropna(subset=["client_cpu_pct", "server_cpu_pct"])
+    assert len(steady) >= 2
+    assert steady_median(steady.client_processes) == WORKERS
+    cpu = host_frame_verdict(frame, WORKERS)["cpu"]
+    assert cpu["client_cpu_pct_median"] > 0 and cpu["server_cpu_pct_median"] > 0
+    assert cpu_sum_error(cpu) is None, cpu
+    # stronger than the box's capacity: ours is a part of what the whole machine was busy with
+    busy = steady_median(frame.system_cpu_pct * CORES)
+    assert cpu["client_plus_server_cpu_pct_median"] <= busy + JITTER_PCT, (cpu, busy)
