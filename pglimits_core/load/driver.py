@@ -113,10 +113,11 @@ class Collector:
 
 
 def _stop_processes(processes: dict) -> None:
-    for process in processes.values():
+    started = [p for p in processes.values() if p.pid is not None]  # a failed start() never ran
+    for process in started:
         if process.is_alive():
             process.terminate()
-    for process in processes.values():
+    for process in started:
         process.join(timeout=5)
         if process.is_alive():
             process.kill()
