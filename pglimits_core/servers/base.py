@@ -98,6 +98,12 @@ class Server(abc.ABC):
         """OS processes of this server that are alive now (for CPU sampling and leak checks)."""
         return list(self.endpoint.pids) if self.endpoint else []
 
+    def pin_runtime_settings(self) -> dict[str, str]:
+        """Make the next ``start()`` keep the settings a client changed at runtime (a variant's
+        CONFIG SET), so a restart after a crash runs as the crashed server ran; returns them.
+        Servers whose variants change nothing server-wide at runtime have nothing to pin."""
+        return {}
+
     def __enter__(self) -> Endpoint:
         return self.start()
 

@@ -28,6 +28,9 @@ SETTINGS_FILE = SERVER_CONFIGS_DIR / "redis.conf"
 INSTALL_COMMAND = "apt-get install -y redis-server"
 REPORTED_SETTINGS = ("save", "appendonly", "appendfsync", "io-threads", "maxmemory",
                      "maxmemory-policy", "bind", "port", "protected-mode", "hz")
+# What a queue variant sets at runtime (its appendfsync option): a restart must keep it, or a
+# server started with the file's "appendonly no" would ignore the AOF the variant wrote.
+RUNTIME_SETTINGS = ("appendonly", "appendfsync")
 
 
 class RedisServer(Server):
@@ -116,8 +119,14 @@ class RedisServer(Server):
             client.lrem("smoke:processing", 1, moved)
         return f"LPUSH/LMOVE/LREM -> {moved}"
 
+    def pin_runtime_settings(self) -> dict[str, str]:
+        with redis.Redis.from_url(self.endpoint.url, decode_responses=True) as client:
+            pinned = {key: client.config_get(key)[key] for key in RUNTIME_SETTINGS}
+        self.overrides.update(pinned)
+        return pinned
+
     def storage_bytes(self) -> int:
-        # persistence is off: the data lives in memory, so report used_memory as its footprint
+        # without persistence the data lives in memory only: used_memory is its footprint
         with redis.Redis.from_url(self.endpoint.url) as client:
             return int(client.info("memory")["used_memory"]) + directory_bytes(self.data_dir)
 

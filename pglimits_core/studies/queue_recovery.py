@@ -1,18 +1,31 @@
-"""Crash-recovery drill (issue 5, item 5; seed 000's "Crash recovery" paragraph and Finding 3).
+"""Crash-recovery drill (seed 000's "Crash recovery" paragraph and Finding 3).
 
-Per variant: empty the queue; a producer child process (its own adapter and connection)
-enqueues one message at a time and appends each id to a ledger file only after ``enqueue``
-returned, i.e. after the system acknowledged it. After ``load_s`` the drill SIGKILLs the
-server (Postgres, Redis: the whole process tree) or, for SQLite, the process holding the
-database (the producer itself — SQLite has no server). It then restarts the same server
-object on the same data and polls a claim every few ms until the queue answers; finally it
-drains everything and counts confirmed ids that did not survive (acknowledged messages lost).
+Per variant: empty the queue (which also applies the variant's persistence, e.g. Redis' AOF);
+for Postgres, CHECKPOINT, so the WAL that crash recovery replays is the load's alone. A
+producer child process (its own adapter and connection) enqueues one message at a time at the
+drill's offered rate, the same for every system, and appends each id to a ledger file only
+after ``enqueue`` returned, i.e. after the system acknowledged it; a system that cannot keep
+up is recorded with the rate it confirmed. After ``load_s`` the drill SIGKILLs the server
+(Postgres, Redis: the whole process tree) or, for SQLite, the process holding the database
+(the producer itself — SQLite has no server). It then restarts the same server object on the
+same data, with the settings the variant ran (``Server.pin_runtime_settings``), and polls a
+claim every few ms until the queue answers; finally it drains everything and counts confirmed
+ids that did not survive (acknowledged messages lost).
+
+What this drill can and cannot show: a SIGKILL ends processes, not the machine, so the OS page
+cache survives it. Whatever a system wrote to the kernel before acknowledging survives whether
+or not it was ever fsynced, so "0 lost" cannot separate the durability classes (fsync per
+commit / periodic / none): SQLite synchronous=OFF loses nothing here either. Only an OS crash
+or a power loss would separate them. The drill does catch acknowledged writes that lived only
+in process memory (Redis without persistence, Postgres synchronous_commit=off's WAL buffers),
+and it measures restart time; for Postgres against the WAL to replay, recorded at the kill.
 
 Timings (monotonic, from the restart call): ``first_claim_s`` until a claim returned a message
 (None when nothing survived), ``recovery_s`` until the queue first answered a claim (with a
 message, or empty with depth 0), ``restart_s`` until the server object's ``start()`` returned.
-Every drill is one run record (params.experiment = "recovery"); it has no load-driver summary,
-so it carries an empty ``summary.json`` and ``timeseries.parquet`` to stay a valid record.
+Every drill is one run record (params.experiment = "recovery", params.drill = its index among
+the repetitions); it has no load-driver summary, so it carries an empty ``summary.json`` and
+``timeseries.parquet`` to stay a valid record.
 """
 
 from __future__ import annotations
@@ -34,7 +47,12 @@ import psutil
 from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
 from pglimits_core.servers.process import process_tree
 from pglimits_core.studies.queue import STUDY, QueueVariant, _scratch, drain, fresh_queue, variant
-from pglimits_core.studies.queue_recovery_record import drill_outcome, finish_run, open_run
+from pglimits_core.studies.queue_recovery_record import (
+    drill_outcome,
+    finish_run,
+    open_run,
+    with_server_description,
+)
 from pglimits_core.studies.runner import Context, RecordedRun
 from pglimits_core.workloads.queue.registry import make_adapter
 
@@ -120,8 +138,28 @@ def postgres_wal_to_replay(url: str) -> dict[str, Any]:
     return {"wal_to_replay_bytes": int(row[0]), "last_checkpoint": row[1].isoformat()}
 
 
-# What a server's crash will cost, read just before the kill (servers without an entry: nothing).
+def postgres_checkpoint(url: str) -> dict[str, Any]:
+    """CHECKPOINT before the load: without it the WAL to replay holds whatever earlier points
+    wrote since the last timed checkpoint (tens of MB, uncontrolled), not the load's."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        started = time.monotonic()
+        conn.execute("CHECKPOINT")
+        took = time.monotonic() - started
+        lsn = conn.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()").fetchone()[0]
+    return {"checkpoint": True, "checkpoint_s": round(took, 3), "redo_lsn": lsn}
+
+
+# What a server needs before the load (a known starting state), and what its crash will cost,
+# read just before the kill; servers without an entry need and report nothing.
+BEFORE_LOAD = {"postgres": postgres_checkpoint}
 CRASH_STATE = {"postgres": postgres_wal_to_replay}
+
+
+def before_load(server_name: str, url: str) -> dict[str, Any]:
+    prepare = BEFORE_LOAD.get(server_name)
+    return prepare(url) if prepare else {}  # a failure here fails the drill: the state is unknown
 
 
 def state_at_kill(server_name: str, url: str) -> dict[str, Any]:
@@ -237,15 +275,18 @@ def recover(server: Any, v: QueueVariant) -> dict[str, Any]:
 
 # --- one drill -------------------------------------------------------------------------------------
 def drill(ctx: Context, servers: dict[str, Any], v: QueueVariant, load_s: float,
-          rate: float | None, seed: int = 0) -> RecordedRun:
-    """The whole drill for one variant, written as one run record (failed records keep the reason)."""
-    params = {"experiment": "recovery", "variant": v.label, "options": v.options,
+          rate: float | None, seed: int = 0, index: int = 0) -> RecordedRun:
+    """One drill of one variant (``index`` among its repetitions), written as one run record
+    (failed records keep the reason)."""
+    params = {"experiment": "recovery", "variant": v.label, "options": v.options, "drill": index,
               "load_s": load_s, "rate": rate, "kill_signal": "SIGKILL"}
     reused = ctx.reuse(STUDY, v.system, f"recovery:{v.label}", params)
     if reused:  # drilled before an interruption
         return reused
     with open_run(ctx, v, params, seed) as run_dir:
         outcome = crash_and_recover(ctx, servers, v, load_s, rate, seed)
+        # the server as the variant ran it (Redis persistence is set per variant, at runtime)
+        with_server_description(run_dir, v, ctx.descriptions.get(v.server, {}))
         return finish_run(run_dir, v, outcome)
 
 
@@ -255,18 +296,31 @@ def crash_and_recover(ctx: Context, servers: dict[str, Any], v: QueueVariant, lo
     if server is None:
         raise RuntimeError(f"{v.server} is not a server this study started (attached or unavailable): "
                            "a crash drill must not kill someone else's server")
-    fresh_queue(ctx, v).close()  # emptied, and no connection of ours left open on it
+    url = ctx.endpoints[v.server].url
+    described = prepared_queue(ctx, v)
     ledger_dir = Path(tempfile.mkdtemp(prefix="recovery-", dir=_scratch()))
     try:
         ledger = ledger_dir / "confirmed.ids"
         log_offset = log_size(server)
-        killed = load_then_kill(server, v, ctx.endpoints[v.server].url, ledger, rate, load_s, seed)
+        prepared = {"before_load": before_load(v.server, url),
+                    "restart_settings": server.pin_runtime_settings()}
+        killed = load_then_kill(server, v, url, ledger, rate, load_s, seed) | prepared
         recovered = recover(server, v)
         killed["server_log"] = recovery_log_lines(server, v.server, log_offset)
         refresh_context(ctx, servers, v.server)
-        return drill_outcome(ctx, v, confirmed_ids(ledger), recovered, killed, load_s)
+        return drill_outcome(v, described, confirmed_ids(ledger), recovered, killed, load_s, rate)
     finally:
         shutil.rmtree(ledger_dir, ignore_errors=True)
+
+
+def prepared_queue(ctx: Context, v: QueueVariant) -> dict[str, Any]:
+    """Empty the queue with the variant's settings applied; its description, read back from the
+    server. No connection of ours stays open on it."""
+    adapter = fresh_queue(ctx, v)
+    try:
+        return adapter.describe()
+    finally:
+        adapter.close()
 
 
 def load_then_kill(server: Any, v: QueueVariant, url: str, ledger: Path, rate: float | None,
@@ -291,24 +345,41 @@ def refresh_context(ctx: Context, servers: dict[str, Any], name: str) -> None:
 
 # --- the study hook --------------------------------------------------------------------------------
 def run_recovery(ctx: Context, fleet: Any, spec: Any, variants: list[QueueVariant], seed: int,
-                 outcome: dict[str, Any]) -> dict[str, Any]:
-    """Every drill of ``spec`` (a ``profiles.RecoveryDrill``); failures are kept, not raised."""
-    by_label = {v.label: v for v in variants}
+                 outcome: dict[str, Any], drills: int = 1) -> dict[str, Any]:
+    """``drills`` rounds of every drill of ``spec`` (a ``profiles.RecoveryDrill``), each drill its
+    own record; rounds, not one variant's drills back to back, so drift on the shared box
+    spreads over every system. Failures are kept, not raised."""
     servers = getattr(fleet, "servers", {})  # an attached fleet owns no server objects
-    for label in spec.variants:
-        try:
-            v = by_label.get(label) or variant_from_label(label)
-            outcome["runs"].append(drill(ctx, servers, v, spec.load_s, spec.rate, seed))
-            sync_fleet(fleet, v.server, ctx)
-        except Exception as exc:  # one system failing must not stop the others
-            outcome["failures"].append({"experiment": "recovery", "variant": label,
-                                        "error": f"{type(exc).__name__}: {exc}"})
+    for index in range(drills):
+        for label in spec.variants:
+            try:
+                v = drilled_variant(label, variants)
+                outcome["runs"].append(drill(ctx, servers, v, spec.load_s, spec.rate, seed, index))
+                sync_fleet(fleet, v.server, ctx)
+            except Exception as exc:  # one system failing must not stop the others
+                outcome["failures"].append({"experiment": "recovery", "variant": label, "drill": index,
+                                            "error": f"{type(exc).__name__}: {exc}"})
     return outcome
 
 
 def sync_fleet(fleet: Any, name: str, ctx: Context) -> None:
     if name in getattr(fleet, "endpoints", {}) and name in ctx.endpoints:
         fleet.endpoints[name] = ctx.endpoints[name]
+
+
+def drilled_variant(label: str, variants: list[QueueVariant]) -> QueueVariant:
+    """The study's variant of that label, or of the same system and options (a drill label may
+    list its options in another order), else the variant the label spells."""
+    by_label = {v.label: v for v in variants}
+    if label in by_label:
+        return by_label[label]
+    spelled = variant_from_label(label)
+    same = [v for v in variants if _config(v) == _config(spelled)]
+    return same[0] if same else spelled
+
+
+def _config(v: QueueVariant) -> tuple[str, dict[str, Any]]:
+    return v.system, {"batch": 1, **v.options}  # batch 1 is what no batch means
 
 
 def variant_from_label(label: str) -> QueueVariant:

@@ -1,5 +1,7 @@
 """Run records of the crash-recovery drill (``queue_recovery``): manifest, outcome, durability.
 
+Every record carries the variant's durability class and says what the drill cannot show: a
+SIGKILL keeps the OS page cache, so "0 lost" is no durability result (``DRILL_SCOPE``).
 A drill runs no load driver, so its record carries an empty ``summary.json`` and
 ``timeseries.parquet``: ``record.validate`` requires both of a complete run, and readers
 (``analysis.runs.entry_rows``) then see one row per drill with ``experiment == "recovery"``.
@@ -46,55 +48,58 @@ def finish_run(run_dir: RunDirectory, v: QueueVariant, outcome: dict[str, Any]) 
     return RecordedRun(run_dir.finish("complete"), None, "complete", None, outcome)
 
 
-def drill_outcome(ctx: Context, v: QueueVariant, confirmed: list[str], recovered: dict[str, Any],
-                  killed: dict[str, Any], load_s: float) -> dict[str, Any]:
+def with_server_description(run_dir: RunDirectory, v: QueueVariant, description: dict[str, Any]) -> None:
+    """The manifest's server and tuning ledger as the variant ran it (read after the drill: the
+    restarted server runs the variant's settings), not as the study first found it."""
+    ledger = description.get("settings", {}).get("tuning_ledger", [])
+    run_dir.manifest = run_dir.manifest.model_copy(
+        update={"servers": {v.server: description}, "tuning_ledger": ledger})
+
+
+# Said in every record, because a "0 lost" row invites reading it as a durability result.
+DRILL_SCOPE = ("SIGKILL of processes keeps the OS page cache: a write that reached the kernel "
+               "before its acknowledgement survives whether or not it was fsynced, so 0 lost "
+               "cannot separate durability classes (per_commit / periodic / none); only an OS "
+               "crash or power loss would. The drill catches acknowledged writes that lived only "
+               "in process memory, and measures restart time.")
+RATE_REACHED_FRACTION = 0.95  # as the load driver's "sustained"
+
+
+def drill_outcome(v: QueueVariant, described: dict[str, Any], confirmed: list[str],
+                  recovered: dict[str, Any], killed: dict[str, Any], load_s: float,
+                  rate: float | None) -> dict[str, Any]:
     """Acknowledged ids missing after recovery are lost; ids present but never confirmed were in
     flight at the kill (committed, the ack never reached the producer) and are not a loss."""
     present, confirmed_set = set(recovered["present"]), set(confirmed)
     lost = [i for i in confirmed if i not in present]
-    durable, semantics = DURABILITY_RULES[v.server](ctx, v)
+    confirmed_per_s = len(confirmed) / load_s
     return {"confirmed": len(confirmed), "present_after": len(present), "lost": len(lost),
             "lost_sample": lost[:5], "unconfirmed_present": len(present - confirmed_set),
             "duplicates": len(recovered["present"]) - len(present),
             "recovery_s": recovered["recovery_s"], "first_claim_s": recovered["first_claim_s"],
             "restart_s": recovered["restart_s"], "drain_complete": recovered["drain_complete"],
-            "confirmed_per_s": len(confirmed) / load_s, "kill_target": f"{v.server} {killed['target']}",
+            **offered_and_confirmed(rate, confirmed_per_s),
+            "kill_target": f"{v.server} {killed['target']}",
             "killed_pids": killed.get("pids", [killed["producer_pid"]]),
-            "state_at_kill": killed.get("state", {}), "server_log": killed.get("server_log", []),
-            "durable_config": durable, "durability": semantics}
+            "before_load": killed.get("before_load", {}), "state_at_kill": killed.get("state", {}),
+            "restart_settings": killed.get("restart_settings", {}),
+            "server_log": killed.get("server_log", []),
+            **durability_facts(described), "drill_scope": DRILL_SCOPE, "adapter": described}
 
 
-def _settings(ctx: Context, server: str) -> dict[str, Any]:
-    return ctx.descriptions.get(server, {}).get("settings", {})
+def offered_and_confirmed(rate: float | None, confirmed_per_s: float) -> dict[str, Any]:
+    """Every system is offered the same rate; one that cannot take it shows what it confirmed.
+    ``rate`` None is flat out: then each system sets its own load and the drills differ."""
+    reached = None if rate is None else confirmed_per_s >= RATE_REACHED_FRACTION * rate
+    return {"offered_rate": rate, "confirmed_per_s": confirmed_per_s, "rate_reached": reached}
 
 
-def postgres_durability(ctx: Context, v: QueueVariant) -> tuple[bool, str]:
-    settings = _settings(ctx, "postgres")
-    sync = v.options.get("synchronous_commit", settings.get("synchronous_commit"))
-    fsync = settings.get("fsync", "on")
-    durable = sync != "off" and fsync == "on"
-    return durable, (f"synchronous_commit={sync}, fsync={fsync}: "
-                     + ("a commit returns after its WAL is flushed" if durable
-                        else "a commit can return before its WAL leaves shared memory"))
-
-
-def redis_durability(ctx: Context, v: QueueVariant) -> tuple[bool, str]:
-    settings = _settings(ctx, "redis")
-    aof = settings.get("appendonly")
-    # With AOF on, the command is written to the file before the reply: a process kill keeps it.
-    return aof == "yes", (f"appendonly={aof}, save={settings.get('save')!r}: "
-                          + ("AOF written before the reply" if aof == "yes"
-                             else "in memory only, not durable by configuration"))
-
-
-def sqlite_durability(ctx: Context, v: QueueVariant) -> tuple[bool, str]:
-    sync = v.options.get("synchronous", "normal")
-    # In WAL mode every commit is written to the WAL file before it returns, so a process kill
-    # loses nothing at any level; the levels differ only under an OS crash or power loss.
-    return sync in ("normal", "full"), (f"synchronous={sync.upper()} (WAL): a process kill keeps every "
-                                        "commit; " + ("FULL: an OS crash too" if sync == "full" else
-                                                      "an OS crash can lose the last commits"))
-
-
-DURABILITY_RULES = {"postgres": postgres_durability, "redis": redis_durability,
-                    "sqlite": sqlite_durability}
+def durability_facts(described: dict[str, Any]) -> dict[str, Any]:
+    """The variant's durability class (read back from the server by the adapter) and whether
+    this drill can lose its acknowledged writes at all (``durable_config``: the write was in the
+    kernel before the acknowledgement, so a process kill must lose nothing)."""
+    return {"durability_class": described["durability_class"],
+            "durability_label": described["durability_label"],
+            "durability_setting": described["durability_setting"],
+            "durability": described["durability"],
+            "durable_config": described["survives_process_kill"]}

@@ -19,6 +19,7 @@ from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batc
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.workloads.queue.registry import (
     QUEUE_SYSTEMS,
+    adapter_class,
     make_adapter,
     server_for,
     validate_options,
@@ -35,10 +36,13 @@ CASES = [
     ("pg_delete", {"batch": 1}),
     ("pg_delete", {"batch": 10}),
     ("pg_delete", {"batch": 50}),
+    ("pg_delete", {"batch": 1, "synchronous_commit": "off"}),
     ("pgmq", {"batch": 1}),
     ("pgmq", {"batch": 10, "mode": "archive"}),
     ("redis_reliable", {"batch": 1, "pipeline": 1}),
     ("redis_reliable", {"batch": 10, "pipeline": 16}),
+    ("redis_reliable", {"batch": 1, "appendfsync": "always"}),
+    ("redis_reliable", {"batch": 10, "pipeline": 16, "appendfsync": "everysec"}),
     ("sqlite_wal", {"synchronous": "normal"}),
     ("sqlite_wal", {"synchronous": "full"}),
     ("sqlite_wal", {"synchronous": "off", "batch": 50}),
@@ -211,6 +215,11 @@ def test_describe_names_variant_batch_and_statements(fresh_queue, system, option
     assert described["batch"] == options.get("batch", 1)
     assert described.get("sql") or described.get("commands")
     assert "delivery" in described and "durability" in described
+    # the class comes from what the server runs, read back, and matches what the variant asked for
+    cls = adapter_class(system)
+    asked = options.get(cls.durability_option, cls.durability_default)
+    assert described["durability_class"] == cls.promises[asked].durability_class.key
+    assert described["durability_setting"] == f"{cls.durability_option}={asked}"
     if system == "redis_reliable":
         assert described["hiredis"] is True
     if server_for(system) == "postgres":  # the pg_stat sampler watches these relations
@@ -228,6 +237,44 @@ def test_sqlite_counts_busy_waits_under_write_contention(fresh_queue):
     stats = [w.stats() for w in writers]
     assert all(s["busy_timeouts"] == 0 for s in stats)
     assert all(s["busy_waits"] >= s["busy_events"] for s in stats)
+
+
+@pytest.mark.integration
+def test_redis_variant_without_the_option_after_an_aof_one_runs_without_persistence(fresh_queue):
+    """Variants share one Redis and run one after another: each sets its persistence."""
+    aof = fresh_queue("redis_reliable", appendfsync="always")
+    aof.setup()
+    assert aof.client.config_get("appendonly")["appendonly"] == "yes"
+    assert aof.client.config_get("appendfsync")["appendfsync"] == "always"
+    state = aof.client.info("persistence")
+    assert state["aof_rewrite_in_progress"] == 0 and state["aof_rewrite_scheduled"] == 0
+    assert aof.describe()["durability_class"] == "per_commit"
+
+    plain = fresh_queue("redis_reliable")
+    plain.setup()
+    plain.reset()
+    assert plain.client.config_get("appendonly")["appendonly"] == "no"
+    described = plain.describe()
+    assert described["durability_class"] == "none" and described["survives_process_kill"] is False
+    assert described["server_settings"]["appendonly"] == "no"
+
+
+@pytest.mark.integration
+def test_postgres_synchronous_commit_is_per_session(fresh_queue):
+    relaxed = fresh_queue("pg_delete", synchronous_commit="off")
+    strict = fresh_queue("pg_delete")
+    assert relaxed.server_settings()["synchronous_commit"] == "off"
+    assert strict.server_settings()["synchronous_commit"] == "on"  # the other session is untouched
+    assert (relaxed.describe()["durability_class"], strict.describe()["durability_class"]) == \
+        ("periodic", "per_commit")
+
+
+@pytest.mark.integration
+def test_sqlite_records_the_busy_handling_that_runs(fresh_queue):
+    described = fresh_queue("sqlite_wal").describe()
+    assert described["pragmas"]["busy_timeout"] == 0
+    assert described["busy_handler"].startswith("busy_timeout: 0 (adapter override) + Python retry loop, "
+                                                "budget 5000 ms, first wait 0.1 ms")
 
 
 # --- registry refusals (no server needed) -------------------------------------------------

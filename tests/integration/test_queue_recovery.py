@@ -1,6 +1,7 @@
 """The crash drill against real servers: durable configurations lose no acknowledged message and
-come back within a bound; Redis without persistence really loses what it acknowledged; the
-killed incarnation leaves no process behind and the fleet still stops cleanly."""
+come back within a bound; Redis without persistence really loses what it acknowledged, and
+Redis with an AOF comes back with it; the killed incarnation leaves no process behind and the
+fleet still stops cleanly; repeated drills are records of their own."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import uuid
 
 import pytest
 
+from pglimits_core.profiles import RecoveryDrill
 from pglimits_core.record.validate import validate_run_dir
 from pglimits_core.servers.fleet import Fleet
 from pglimits_core.studies.queue import variant
-from pglimits_core.studies.queue_recovery import drill
+from pglimits_core.studies.queue_recovery import drill, run_recovery
 from pglimits_core.studies.runner import build_context
 from tests.conftest import TEST_ROOT, server_processes
 
@@ -48,13 +50,22 @@ def run_drill(fleet_and_context, system: str, **options):
     manifest = json.loads((run.path / "manifest.json").read_text())
     assert manifest["params"]["experiment"] == "recovery" and manifest["params"]["variant"] == v.label
     assert manifest["servers"][v.server]["version"] and manifest["host"]
-    return run.extra
+    outcome = run.extra
+    # every record names its class and says that this drill is no durability result
+    assert outcome["durability_class"] in {"per_commit", "periodic", "none"}
+    assert "page cache" in outcome["drill_scope"]
+    assert outcome["offered_rate"] == RATE and outcome["rate_reached"] in (True, False)
+    return outcome
 
 
 def test_postgres_loses_nothing_and_comes_back(fleet_and_context):
     outcome = run_drill(fleet_and_context, "pg_delete", batch=1)
     assert outcome["kill_target"] == "postgres server" and outcome["durable_config"]
+    assert outcome["durability_class"] == "per_commit"
     assert outcome["confirmed"] > 0 and outcome["lost"] == 0
+    # a checkpoint before the load: the WAL to replay is the load's, recorded at the kill
+    assert outcome["before_load"]["checkpoint"] is True
+    assert 0 < outcome["state_at_kill"]["wal_to_replay_bytes"] < 64 * 2**20
     assert outcome["present_after"] >= outcome["confirmed"]
     assert outcome["first_claim_s"] is not None and outcome["first_claim_s"] < RECOVERY_BOUND_S
     # the server's own account of the restart is kept as evidence: it replayed WAL after a crash
@@ -64,6 +75,7 @@ def test_postgres_loses_nothing_and_comes_back(fleet_and_context):
 def test_sqlite_normal_loses_nothing_after_its_process_is_killed(fleet_and_context):
     outcome = run_drill(fleet_and_context, "sqlite_wal", synchronous="normal")
     assert outcome["kill_target"] == "sqlite producer" and outcome["durable_config"]
+    assert outcome["durability_class"] == "periodic"
     assert outcome["confirmed"] > 0 and outcome["lost"] == 0
     assert outcome["first_claim_s"] is not None and outcome["first_claim_s"] < RECOVERY_BOUND_S
 
@@ -73,6 +85,30 @@ def test_redis_without_persistence_loses_what_it_acknowledged(fleet_and_context)
     assert outcome["kill_target"] == "redis server" and not outcome["durable_config"]
     assert outcome["confirmed"] > 0 and outcome["lost"] == outcome["confirmed"]
     assert outcome["first_claim_s"] is None and outcome["recovery_s"] < RECOVERY_BOUND_S
+
+
+def test_redis_aof_always_keeps_what_it_acknowledged_and_the_next_variant_runs_in_memory(fleet_and_context):
+    """The restart after the kill must run with the AOF the variant wrote; the next variant (no
+    option) on the same server must run without persistence again, and lose everything."""
+    kept = run_drill(fleet_and_context, "redis_reliable", appendfsync="always")
+    assert kept["durability_class"] == "per_commit" and kept["durable_config"]
+    assert kept["restart_settings"] == {"appendonly": "yes", "appendfsync": "always"}
+    assert kept["confirmed"] > 0 and kept["lost"] == 0
+    assert kept["first_claim_s"] is not None
+    assert any("AOF" in line or "loaded" in line for line in kept["server_log"]), kept["server_log"]
+
+    gone = run_drill(fleet_and_context, "redis_reliable")
+    assert gone["restart_settings"]["appendonly"] == "no" and gone["durability_class"] == "none"
+    assert gone["confirmed"] > 0 and gone["lost"] == gone["confirmed"]
+
+
+def test_repeated_drills_are_records_of_their_own(fleet_and_context):
+    fleet, ctx = fleet_and_context
+    spec = RecoveryDrill(variants=["sqlite_wal batch=1"], load_s=0.3, rate=RATE)
+    outcome = run_recovery(ctx, fleet, spec, [], seed=5, outcome={"runs": [], "failures": []}, drills=2)
+    assert outcome["failures"] == []
+    drills = [json.loads((run.path / "manifest.json").read_text())["params"]["drill"] for run in outcome["runs"]]
+    assert drills == [0, 1] and len({run.path for run in outcome["runs"]}) == 2
 
 
 def test_context_follows_the_restarted_servers(fleet_and_context):

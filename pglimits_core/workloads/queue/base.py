@@ -4,7 +4,9 @@ Lifecycle, as the driver uses it: the adapter object is built in the parent (``_
 stores configuration, so it pickles), then in each worker process ``open()`` connects,
 the verbs run, and ``close()`` disconnects. ``setup()``/``reset()`` run once per run from the
 parent (open first). Delivery is at-least-once with ack for every system except the
-Postgres delete-mode variant, which is at-most-once by design; ``describe()`` says which.
+Postgres delete-mode variant, which is at-most-once by design; ``describe()`` says which,
+and names the variant's durability class (``durability.py``) from settings read back from the
+running server, not from what the options asked for.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import os
 import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from pglimits_core.workloads.queue.durability import Promise, promise_for
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,12 @@ class QueueAdapter(abc.ABC):
     """
 
     system: str = ""
+    #: the variant option that chooses the durability (validated in the registry) and the
+    #: setting that holds when a variant does not give it
+    durability_option: str = ""
+    durability_default: str = ""
+    #: read-back setting -> what it promises (every value the option accepts must be a key)
+    promises: dict[str, Promise] = {}
 
     def __init__(self, url: str, **options: Any):
         self.url = url
@@ -103,5 +113,15 @@ class QueueAdapter(abc.ABC):
         """Counters the adapter keeps itself (e.g. SQLite busy waits); {} when none."""
         return {}
 
+    @abc.abstractmethod
+    def durability_setting(self) -> str:
+        """The durability setting as the server runs it now (read back), a key of ``promises``."""
+
+    def durability_description(self) -> dict[str, Any]:
+        setting = self.durability_setting()
+        promise = promise_for(self.system, self.promises, setting)
+        return promise.describe(f"{self.durability_option}={setting}")
+
     def base_description(self, **extra: Any) -> dict[str, Any]:
-        return {"system": self.system, "batch": self.batch, "options": dict(self.options), **extra}
+        return {"system": self.system, "batch": self.batch, "options": dict(self.options),
+                **self.durability_description(), **extra}

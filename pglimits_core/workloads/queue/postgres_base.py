@@ -13,22 +13,43 @@ from typing import Any
 import psycopg
 
 from pglimits_core.workloads.queue.base import QueueAdapter
+from pglimits_core.workloads.queue.durability import NONE, PER_COMMIT, PERIODIC, Promise
 
-# Server settings a queue run's durability depends on; recorded in describe().
-DURABILITY_SETTINGS = ("synchronous_commit", "fsync", "wal_level", "full_page_writes")
+# Server settings a queue run's durability depends on; read back on the variant's own session
+# (synchronous_commit is set per session) and recorded in describe().
+DURABILITY_SETTINGS = ("synchronous_commit", "fsync", "wal_level", "full_page_writes",
+                       "wal_writer_delay", "synchronous_standby_names")
+
+_FLUSHED = Promise(PER_COMMIT, True, "a commit returns after its WAL is written and fsynced")
+# With no synchronous standby (ours: synchronous_standby_names is empty) every level above
+# "off" waits for the local WAL flush, so they are all one class here.
+PROMISES: dict[str, Promise] = {
+    "on": _FLUSHED, "local": _FLUSHED, "remote_write": _FLUSHED, "remote_apply": _FLUSHED,
+    # The WAL sits in shared memory until the WAL writer writes it (within 3 x wal_writer_delay),
+    # and shared memory dies with the server's processes: even a process kill can lose commits.
+    "off": Promise(PERIODIC, False, "a commit returns before its WAL is written; the WAL writer "
+                                    "writes and fsyncs it within 3 x wal_writer_delay"),
+}
+FSYNC_OFF = Promise(NONE, False, "fsync=off: Postgres never fsyncs (and synchronous_commit "
+                                 "decides whether the WAL even reached the kernel)")
 
 
 class PostgresQueueBase(QueueAdapter):
     """Connection + settings for SKIP LOCKED (two-phase, delete-mode) and pgmq."""
 
     conn: psycopg.Connection | None = None
+    durability_option = "synchronous_commit"
+    durability_default = "on"  # Postgres' default, and configs/servers/postgres.conf's
+    promises = PROMISES
 
     def _connect(self) -> None:
         self.conn = psycopg.connect(self.url, autocommit=True,
                                     application_name=f"pglimits-queue-{self.system}")
         if "synchronous_commit" in self.options:
-            # A session setting, so a variant can trade durability without restarting the server.
-            self.conn.execute(f"SET synchronous_commit = {self.options['synchronous_commit']}")
+            # A session setting, so a variant can trade durability without restarting the server;
+            # set_config takes it as a parameter (the registry validated the value anyway).
+            self.conn.execute("SELECT set_config('synchronous_commit', %s, false)",
+                              (self.options["synchronous_commit"],))
 
     def close(self) -> None:
         if self.conn is not None:
@@ -51,12 +72,14 @@ class PostgresQueueBase(QueueAdapter):
     def server_settings(self) -> dict[str, str]:
         return {name: self.conn.execute(f"SHOW {name}").fetchone()[0] for name in DURABILITY_SETTINGS}
 
-    def durability(self) -> str:
-        sync = self.server_settings()["synchronous_commit"]
-        return f"WAL fsync on commit (synchronous_commit={sync})" if sync != "off" else \
-            "commit returns before WAL fsync (synchronous_commit=off): last commits can be lost"
+    def durability_setting(self) -> str:
+        return self.server_settings()["synchronous_commit"]
+
+    def durability_description(self) -> dict[str, Any]:
+        if self.server_settings()["fsync"] == "off":
+            return FSYNC_OFF.describe("fsync=off")
+        return super().durability_description()
 
     def base_description(self, **extra: Any) -> dict[str, Any]:
         return super().base_description(client=f"psycopg {psycopg.__version__} (prepared, autocommit)",
-                                        server_settings=self.server_settings(),
-                                        durability=self.durability(), **extra)
+                                        server_settings=self.server_settings(), **extra)

@@ -8,7 +8,14 @@ pipelined one. Enqueue is always one LPUSH with all values.
 Nack: LREM from the processing list + ZADD into a delayed zset scored by the due time; a
 consumer promotes due messages back to the queue with one Lua script (atomic ZRANGEBYSCORE +
 LPUSH + ZREM) at most every ``PROMOTE_EVERY_S`` — a bounded extra command rate, not one per
-claim. Durability is whatever the server's persistence settings say (describe() reports them).
+claim.
+
+Persistence is a variant option, ``appendfsync``: ``none`` (the default: no AOF, in memory),
+``everysec`` or ``always`` (AOF, fsynced every second / before every reply). The variants of a
+study share one server and run one after another, so ``setup()`` sets it every time (CONFIG
+SET), also back to ``none``, and waits for the AOF rewrite that enabling the AOF starts (or a
+compacting one), so no measurement runs beside a rewrite and every point starts from a small
+AOF. ``describe()`` reads the persistence back from the server.
 """
 
 from __future__ import annotations
@@ -21,9 +28,33 @@ import redis.utils
 
 from pglimits_core.datasets.messages import message_id
 from pglimits_core.workloads.queue.base import Message, QueueAdapter
+from pglimits_core.workloads.queue.durability import NONE, PER_COMMIT, PERIODIC, Promise
 
 DEFAULT_KEY = "pglimits:queue"
 PROMOTE_EVERY_S = 0.05
+REWRITE_LIMIT_S = 60.0  # an AOF rewrite of a reset (near-empty) queue takes milliseconds
+REWRITE_POLL_S = 0.01
+
+# appendfsync option -> the CONFIG SET values that realise it, in this order (appendfsync
+# first, so the AOF never runs a moment under the wrong policy).
+PERSISTENCE = {"none": {"appendonly": "no"},
+               "everysec": {"appendfsync": "everysec", "appendonly": "yes"},
+               "always": {"appendfsync": "always", "appendonly": "yes"}}
+PERSISTENCE_SETTINGS = ("appendonly", "appendfsync", "save", "auto-aof-rewrite-percentage",
+                        "auto-aof-rewrite-min-size")
+# Redis appends each write to the AOF with write() before it replies, at every appendfsync.
+PROMISES: dict[str, Promise] = {
+    "none": Promise(NONE, False, "in memory only (appendonly no, no RDB snapshots): a process "
+                                 "kill loses every acknowledged message"),
+    "rdb": Promise(PERIODIC, False, "RDB snapshots only (save): everything since the last "
+                                    "snapshot is lost, even by a process kill"),
+    "no": Promise(NONE, True, "AOF written before the reply, never fsynced by Redis (the OS "
+                              "flushes it)"),
+    "everysec": Promise(PERIODIC, True, "AOF written before the reply (unless a slow fsync makes "
+                                        "Redis postpone writes, up to 2 s), fsynced once a second"),
+    "always": Promise(PER_COMMIT, True, "AOF written and fsynced before the reply (one fsync "
+                                        "per event-loop iteration)"),
+}
 PROMOTE_SCRIPT = """
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 100)
 if #due > 0 then
@@ -42,10 +73,14 @@ COMMANDS = {"enqueue": "LPUSH queue v1 .. vN",
 
 class RedisReliableQueue(QueueAdapter):
     system = "redis_reliable"
+    durability_option = "appendfsync"
+    durability_default = "none"
+    promises = PROMISES
 
     def __init__(self, url: str, **options: Any):
         super().__init__(url, **options)
         self.key = options.get("key", DEFAULT_KEY)
+        self.appendfsync = options.get("appendfsync", self.durability_default)
         self.depth_per_trip = int(options.get("pipeline", 1))
         self.delayed_key = f"{self.key}:delayed"
         self.consumers_key = f"{self.key}:consumers"
@@ -66,7 +101,9 @@ class RedisReliableQueue(QueueAdapter):
             self.client = None
 
     def setup(self) -> None:
-        """Lists need no schema; only this consumer's processing list is registered."""
+        """Lists need no schema: the variant's persistence is applied and this consumer's
+        processing list registered."""
+        apply_persistence(self.client, self.appendfsync)
         self.client.sadd(self.consumers_key, self.processing_key)
 
     def reset(self) -> None:
@@ -114,15 +151,19 @@ class RedisReliableQueue(QueueAdapter):
             pipe.llen(key)
         return sum(pipe.execute())
 
+    def durability_setting(self) -> str:
+        settings = persistence_settings(self.client)
+        if settings["appendonly"] == "yes":
+            return settings["appendfsync"]
+        return "rdb" if settings["save"] else "none"
+
     def describe(self) -> dict[str, Any]:
-        info = self.client.info("persistence")
         return self.base_description(
             variant="pipelined" if self.depth_per_trip > 1 else "unpipelined",
             pipeline_depth=self.depth_per_trip,
             client=f"redis-py {redis.__version__}",
             hiredis=self._assert_hiredis(),
-            durability=f"aof_enabled={info.get('aof_enabled')}, rdb_bgsave_in_progress="
-                       f"{info.get('rdb_bgsave_in_progress')} (see server settings: save/appendfsync)",
+            server_settings={**persistence_settings(self.client), **aof_state(self.client)},
             delivery="at-least-once (processing list holds claimed messages until LREM)",
             commands=COMMANDS)
 
@@ -159,6 +200,52 @@ class RedisReliableQueue(QueueAdapter):
         if not redis.utils.HIREDIS_AVAILABLE:
             raise RuntimeError("hiredis is not installed: redis-py would measure its own parser")
         return True
+
+
+# --- persistence ---------------------------------------------------------------------------
+def persistence_settings(client: redis.Redis) -> dict[str, str]:
+    settings = {_text(k): _text(v) for k, v in client.config_get(*PERSISTENCE_SETTINGS).items()}
+    return {key: settings.get(key, "") for key in PERSISTENCE_SETTINGS}
+
+
+def aof_state(client: redis.Redis) -> dict[str, Any]:
+    info = client.info("persistence")
+    return {"aof_enabled": info.get("aof_enabled"),
+            "aof_rewrite_in_progress": info.get("aof_rewrite_in_progress"),
+            "aof_rewrite_scheduled": info.get("aof_rewrite_scheduled"),
+            "aof_last_bgrewrite_status": _text(info.get("aof_last_bgrewrite_status"))}
+
+
+def apply_persistence(client: redis.Redis, appendfsync: str) -> None:
+    """The variant's persistence on the shared server; with the AOF on, a finished rewrite."""
+    wanted = PERSISTENCE[appendfsync]
+    current = persistence_settings(client)
+    for key, value in wanted.items():
+        if current[key] != value:
+            client.config_set(key, value)
+    if wanted["appendonly"] == "no":
+        return
+    wait_for_rewrite(client)  # enabling the AOF started one; a compaction must not collide
+    if current["appendonly"] == "yes":
+        client.bgrewriteaof()  # already on: compact it, so every point starts from a small AOF
+        wait_for_rewrite(client)
+
+
+def wait_for_rewrite(client: redis.Redis, limit_s: float = REWRITE_LIMIT_S) -> None:
+    deadline = time.monotonic() + limit_s
+    while True:
+        state = aof_state(client)
+        if not state["aof_rewrite_in_progress"] and not state["aof_rewrite_scheduled"]:
+            if state["aof_last_bgrewrite_status"] != "ok":
+                raise RuntimeError(f"Redis AOF rewrite failed ({state}): see the server log")
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Redis AOF rewrite still running after {limit_s:.0f}s: {state}")
+        time.sleep(REWRITE_POLL_S)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value if value is not None else "")
 
 
 def _chunks(total: int, size: int) -> list[int]:

@@ -46,6 +46,7 @@ def one_of(*allowed: str) -> Callable[[Any], str]:
         if str(value).lower() not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}")
         return str(value).lower()
+    check.allowed = allowed  # so a test can walk every value a variant may take
     return check
 
 
@@ -60,7 +61,9 @@ VARIANT_OPTIONS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "pg_delete": _POSTGRES,
     "pgmq": {**_POSTGRES, "mode": one_of("delete", "archive"), "vt_s": positive_int,
              "queue": text},
-    "redis_reliable": {**_COMMON, "pipeline": positive_int, "key": text},
+    # "none" = no persistence at all (appendonly no), not Redis' own "appendfsync no"
+    "redis_reliable": {**_COMMON, "pipeline": positive_int, "key": text,
+                       "appendfsync": one_of("none", "everysec", "always")},
     "sqlite_wal": {**_COMMON, "synchronous": one_of("normal", "full", "off"),
                    "shards": positive_int, "backoff_base_s": positive_float,
                    "busy_budget_ms": positive_int},

@@ -26,6 +26,14 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
 
+def busy_handling(busy_timeout_ms: int, budget_ms: int) -> str:
+    """Exactly what waits on a busy database, for the run record (the server's pragmas file says
+    busy_timeout 5000, which only the harness's own connections keep)."""
+    first, last = BUSY_DELAYS_S[0] * 1000, BUSY_DELAYS_S[-1] * 1000
+    return (f"busy_timeout: {busy_timeout_ms} (adapter override) + Python retry loop, budget "
+            f"{budget_ms} ms, first wait {first:g} ms, growing to {last:g} ms per retry")
+
+
 class BusyWaiter:
     """Retries on SQLITE_BUSY; counts waits (sleeps), busy events (calls that waited) and time."""
 

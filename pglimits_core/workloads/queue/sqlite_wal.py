@@ -17,7 +17,13 @@ from typing import Any
 
 from pglimits_core.servers.sqlite import connect, read_pragmas
 from pglimits_core.workloads.queue.base import Message, QueueAdapter
-from pglimits_core.workloads.queue.sqlite_busy import DEFAULT_BUDGET_MS, BusyWaiter, in_transaction
+from pglimits_core.workloads.queue.durability import NONE, PER_COMMIT, PERIODIC, Promise
+from pglimits_core.workloads.queue.sqlite_busy import (
+    DEFAULT_BUDGET_MS,
+    BusyWaiter,
+    busy_handling,
+    in_transaction,
+)
 
 SCHEMA_SQL = ["""CREATE TABLE IF NOT EXISTS queue (
     id          INTEGER PRIMARY KEY,
@@ -78,10 +84,18 @@ DEPTH_SQL = "SELECT count(*) FROM queue"
 RESET_SQL = "DELETE FROM queue"
 
 DEFAULT_BACKOFF_BASE_S = 1.0  # the seed's 2^attempts seconds
-DURABILITY = {"normal": "WAL fsync at checkpoint only: a power loss can drop the last commits "
-                        "(a process crash cannot)",
-              "full": "WAL fsync on every commit",
-              "off": "no fsync at all: an OS crash or power loss can lose or corrupt data"}
+
+# PRAGMA synchronous reads back as a number. In WAL mode every commit is write()n to the WAL
+# before it returns, so at every level an acknowledged message is in the kernel and survives a
+# process kill; the levels differ in when it is fsynced.
+SYNCHRONOUS_NAMES = {0: "off", 1: "normal", 2: "full", 3: "extra"}
+_FSYNC_EACH_COMMIT = Promise(PER_COMMIT, True, "WAL mode: the WAL is fsynced on every commit")
+PROMISES: dict[str, Promise] = {
+    "full": _FSYNC_EACH_COMMIT, "extra": _FSYNC_EACH_COMMIT,
+    "normal": Promise(PERIODIC, True, "WAL mode: the WAL is fsynced only at a checkpoint "
+                                      "(wal_autocheckpoint), so a power loss can lose recent commits"),
+    "off": Promise(NONE, True, "no fsync at all: an OS crash or power loss can lose or corrupt data"),
+}
 
 
 def shard_paths(path: str | Path, shards: int) -> list[Path]:
@@ -93,10 +107,13 @@ def shard_paths(path: str | Path, shards: int) -> list[Path]:
 
 class SQLiteWalQueue(QueueAdapter):
     system = "sqlite_wal"
+    durability_option = "synchronous"
+    durability_default = "normal"  # the seed's
+    promises = PROMISES
 
     def __init__(self, url: str, **options: Any):
         super().__init__(url, **options)
-        self.synchronous = options.get("synchronous", "normal")
+        self.synchronous = options.get("synchronous", self.durability_default)
         self.shards = int(options.get("shards", 1))
         self.backoff_base_s = float(options.get("backoff_base_s", DEFAULT_BACKOFF_BASE_S))
         self.busy_budget_ms = int(options.get("busy_budget_ms", DEFAULT_BUDGET_MS))
@@ -183,6 +200,15 @@ class SQLiteWalQueue(QueueAdapter):
     def stats(self) -> dict[str, Any]:
         return {**self.busy.stats(), "stale_acks": self.stale_acks}
 
+    def durability_setting(self) -> str:
+        """PRAGMA synchronous of the queue's own connection; the classes assume WAL mode."""
+        conn = self.conns[0]
+        journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if journal.lower() != "wal":
+            raise ValueError(f"sqlite_wal runs in journal_mode={journal}, not WAL: its durability "
+                             "classes do not apply")
+        return SYNCHRONOUS_NAMES[conn.execute("PRAGMA synchronous").fetchone()[0]]
+
     def describe(self) -> dict[str, Any]:
         pragmas = read_pragmas(self.conns[0], ["journal_mode", "synchronous", "busy_timeout",
                                                "cache_size", "mmap_size", "wal_autocheckpoint",
@@ -190,8 +216,7 @@ class SQLiteWalQueue(QueueAdapter):
         return self.base_description(
             variant=f"synchronous={self.synchronous.upper()}, shards={self.shards}",
             sqlite_version=sqlite3.sqlite_version, pragmas=pragmas,
-            busy_handler=f"Python retry loop, budget {self.busy_budget_ms} ms (busy_timeout=0)",
-            durability=DURABILITY[self.synchronous],
+            busy_handler=busy_handling(pragmas["busy_timeout"], self.busy_budget_ms),
             delivery="at-least-once (claimed_by until ack; the reaper frees dead consumers' claims)",
             backoff=f"{self.backoff_base_s} s * 2^attempts",
             files=[str(p) for p in shard_paths(self.url, self.shards)],
