@@ -19,14 +19,24 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ThroughputSweep(Strict):
+class ForVariants(Strict):
+    """An experiment of the queue study; ``variants`` (labels, e.g. "pg_delete batch=1") limits
+    it to some of the profile's queue variants — empty means every one."""
+
+    variants: list[str] = Field(default_factory=list, description="labels; empty = all")
+
+    def includes(self, label: str) -> bool:
+        return not self.variants or label in self.variants
+
+
+class ThroughputSweep(ForVariants):
     consumers: list[PositiveInt] = Field(min_length=1)
     prefill: PositiveInt
     duration_s: PositiveFloat
     warmup_s: PositiveFloat = 1.0
 
 
-class SteadySweep(Strict):
+class SteadySweep(ForVariants):
     """Producers hold the backlog near ``target_depth``; consumers swept (the SQLite seed's runs)."""
 
     consumers: list[PositiveInt] = Field(min_length=1)
@@ -36,7 +46,7 @@ class SteadySweep(Strict):
     warmup_s: PositiveFloat = 1.0
 
 
-class LatencySweep(Strict):
+class LatencySweep(ForVariants):
     rates: list[PositiveFloat] = Field(min_length=1)
     producers: PositiveInt = 2
     consumers: PositiveInt = 2
@@ -44,8 +54,7 @@ class LatencySweep(Strict):
     warmup_s: PositiveFloat = 1.0
 
 
-class CliffSearch(Strict):
-    variants: list[str] = Field(default_factory=list, description="labels; empty = all")
+class CliffSearch(ForVariants):
     start_rate: PositiveFloat = 1000
     producers: PositiveInt = 2
     consumers: PositiveInt = 4
@@ -56,7 +65,7 @@ class CliffSearch(Strict):
     repeats: PositiveInt = 3
 
 
-class RecoveryDrill(Strict):
+class RecoveryDrill(ForVariants):
     """Crash drill (``studies.queue_recovery``): labels of queue variants ("sqlite_wal batch=1"),
     seconds of producer load before the SIGKILL, and the producer's rate (null: flat out)."""
 

@@ -1,12 +1,14 @@
 """Queue study recipes: consumer sweep (throughput), latency at matched rates, the cliff, crash recovery.
 
-Each point resets the queue, prefills it where the experiment needs a backlog, runs one load
-spec through ``runner.run_recorded`` (so it lands as a run record), then proves exactly-once
+Each point resets the queue, prefills it where the experiment needs a backlog, settles it
+(Postgres: VACUUM ANALYZE, so every point starts from the same state), runs one load spec
+through ``runner.run_recorded`` (so it lands as a run record), then proves exactly-once
 accounting: produced = acknowledged + drained afterwards; lost and duplicated ids are counted.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import time
@@ -104,6 +106,16 @@ def account(produced: list[str], consumed: list[str], drained: list[str], emptie
             "unexpected": len(unique - set(produced)), "drain_complete": emptied}
 
 
+def read_worker_stats(ledger: Path) -> dict[str, float]:
+    """The adapters' own counters summed over every load worker (numbers only)."""
+    totals: dict[str, float] = {}
+    for path in sorted(ledger.glob("*.stats.json")):
+        for key, value in json.loads(path.read_text()).items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0) + value
+    return totals
+
+
 def read_ledger(ledger: Path, op_name: str) -> list[str]:
     ids = []
     for path in sorted(ledger.glob(f"{op_name}-*.ids")):
@@ -131,12 +143,14 @@ def _run_point(ctx: Context, v: QueueVariant, experiment: str, roles_for, phases
     adapter = fresh_queue(ctx, v)
     try:
         produced = prefill(adapter, prefill_count, seed)
+        start_state = adapter.settle()  # every point starts from the same state (see settle())
 
         def after(_result) -> dict[str, Any]:
             drained, emptied = drain(adapter)
             totals = account(produced + read_ledger(ledger, "enqueue"),
                              read_ledger(ledger, "consume"), drained, emptied)
-            return {**totals, "adapter": adapter.describe(), "adapter_stats": adapter.stats()}
+            return {**totals, "adapter": adapter.describe(), "worker_stats": read_worker_stats(ledger),
+                    "start_state": start_state}
 
         return run_recorded(ctx, STUDY, v.system, name, v.server, spec,
                             params, tables=adapter.describe().get("tables"), after=after)

@@ -9,6 +9,7 @@ acknowledged so the parent can prove exactly-once accounting (nothing lost, noth
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,11 @@ class QueueOp:
         self.ids: list[str] = []
 
     def close(self) -> None:
-        path = Path(self.ledger_dir) / f"{self.name}-{self.tag}.ids"
-        path.write_text("\n".join(self.ids))
+        ledger = Path(self.ledger_dir)
+        (ledger / f"{self.name}-{self.tag}.ids").write_text("\n".join(self.ids))
+        # the adapter's own counters (e.g. SQLite busy waits) live in the worker that did the
+        # work; the parent sums these files (``read_worker_stats``)
+        (ledger / f"{self.name}-{self.tag}.stats.json").write_text(json.dumps(self.adapter.stats()))
         self.adapter.close()
 
 

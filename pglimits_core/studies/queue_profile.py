@@ -52,15 +52,17 @@ def _planned_points(profile: Any, variants: list[QueueVariant]) -> list[tuple[st
         for v in variants:
             points += [("throughput", v.label, _bind(throughput_point, v, consumers=c, prefill_count=t.prefill,
                                                      duration_s=t.duration_s, warmup_s=t.warmup_s))
-                       for c in t.consumers]
+                       for c in (t.consumers if t.includes(v.label) else [])]
             points += [("steady", v.label, _bind(steady_point, v, consumers=c, producers=st.producers,
                                                  target_depth=st.target_depth, duration_s=st.duration_s,
-                                                 warmup_s=st.warmup_s)) for c in (st.consumers if st else [])]
+                                                 warmup_s=st.warmup_s))
+                       for c in (st.consumers if st and st.includes(v.label) else [])]
             points += [("latency", v.label, _bind(latency_point, v, rate=r, producers=lat.producers,
                                                   consumers=lat.consumers, duration_s=lat.duration_s,
-                                                  warmup_s=lat.warmup_s)) for r in lat.rates]
+                                                  warmup_s=lat.warmup_s))
+                       for r in (lat.rates if lat.includes(v.label) else [])]
     for v in variants:
-        if cl and (not cl.variants or v.label in cl.variants):
+        if cl and cl.includes(v.label):
             points.append(("cliff", v.label, _bind(cliff, v, start_rate=cl.start_rate, producers=cl.producers,
                                                    consumers=cl.consumers, probe_s=cl.probe_s,
                                                    p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes,
@@ -105,7 +107,8 @@ def run_profile(profile_name: str, runs_root: str | None = None, progress: bool 
         if profile.queue.recovery:  # last: it kills and restarts the servers the others measured
             from pglimits_core.studies.queue_recovery import run_recovery
 
-            run_recovery(ctx, fleet, profile.queue.recovery, usable, profile.seed, outcome)
+            run_recovery(ctx, fleet, profile.queue.recovery, usable, profile.seed, outcome,
+                         drills=profile.queue.recovery.drills)
     outcome["unavailable"] = dict(fleet.unavailable)
     outcome["reused"] = ctx.done.reused if ctx.done else 0
     return outcome

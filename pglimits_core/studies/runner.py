@@ -39,6 +39,15 @@ class Context:
     ceilings: dict[str, dict[str, Any]] = field(default_factory=dict)
     runs_root: Path | None = None
     done: Any = None  # a resume.DoneRuns when resuming: complete records reused, not re-measured
+    servers: dict[str, Any] = field(default_factory=dict)  # the started Server objects, by name
+
+    def describe_now(self, server: str) -> dict[str, Any]:
+        """The server's description as it runs *now*: a variant may change runtime settings
+        (Redis persistence by CONFIG SET), so a record must not carry the start-up description.
+        Attached (external) servers keep the description taken when the study began."""
+        if server in self.servers:
+            self.descriptions[server] = self.servers[server].describe()
+        return self.descriptions.get(server, {})
 
     def reuse(self, study: str, system: str, variant: str, params: dict[str, Any]) -> RecordedRun | None:
         """The record of this exact point from an interrupted run, if resuming and one is left."""
@@ -73,10 +82,11 @@ def run_recorded(ctx: Context, study: str, system: str, variant: str, server: st
                  params: dict[str, Any], tables: list[str] | None = None,
                  after: Any = None) -> RecordedRun:
     """Run ``spec`` with samplers; ``after(result) -> dict`` adds study facts (accounting...)."""
+    description = ctx.describe_now(server)
     manifest = new_manifest(
         new_run_id(study, system, variant), study, system, variant, seed=spec.seed,
-        params={**params, "spec": spec.describe()}, servers={server: ctx.descriptions.get(server, {})},
-        tuning_ledger=ctx.descriptions.get(server, {}).get("settings", {}).get("tuning_ledger", []),
+        params={**params, "spec": spec.describe()}, servers={server: description},
+        tuning_ledger=description.get("settings", {}).get("tuning_ledger", []),
         host=ctx.host, harness_ceiling=ctx.ceilings.get(server, {}))
     with RunDirectory.create(manifest, ctx.runs_root) as run_dir:
         with SamplerSet(samplers_for(server, ctx.endpoints[server], tables)) as samplers:
@@ -128,7 +138,8 @@ def build_context(fleet: Any, ceilings: bool = True, runs_root: Path | None = No
     host["fsync_8k"] = measure_fsync_latency(data_dir_path, n=200)
     ceilings_by_server = {name: harness_ceiling(name, ep.url, workers=1, duration_s=1.5)
                           for name, ep in fleet.endpoints.items()} if ceilings else {}
-    return Context(dict(fleet.endpoints), fleet.describe(), host, ceilings_by_server, runs_root)
+    return Context(dict(fleet.endpoints), fleet.describe(), host, ceilings_by_server, runs_root,
+                   servers=dict(getattr(fleet, "servers", {})))
 
 
 def _default_runs() -> Path:

@@ -83,6 +83,12 @@ class QueueAdapter(abc.ABC):
     def reset(self) -> None:
         """Empty the queue: pending, claimed and delayed messages all gone."""
 
+    def settle(self) -> dict[str, Any]:
+        """Bring a freshly filled queue to the state every measured point starts from (e.g.
+        Postgres: VACUUM ANALYZE, so no point inherits dead tuples or stale statistics from its
+        prefill); returns what it did, for the run record. Nothing to do by default."""
+        return {}
+
     # --- verbs --------------------------------------------------------------------------
     @abc.abstractmethod
     def enqueue(self, payloads: list[bytes]) -> list[Any]:

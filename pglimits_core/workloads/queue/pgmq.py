@@ -52,6 +52,9 @@ class PgmqQueue(PostgresQueueBase):
             self.run(DROP_SQL, (self.queue,))
         self.run(CREATE_SQL, (self.queue,))
 
+    def queue_tables(self) -> list[str]:
+        return [f"pgmq.q_{self.queue}", f"pgmq.a_{self.queue}"]
+
     def enqueue(self, payloads: list[bytes]) -> list[int]:
         texts = [p.decode() for p in payloads]
         return [row[0] for row in self.rows(SEND_BATCH_SQL, (self.queue, texts))]

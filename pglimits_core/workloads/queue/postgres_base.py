@@ -8,9 +8,11 @@ per connection, as pgbench ``-M prepared`` does.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from pglimits_core.workloads.queue.base import QueueAdapter
 from pglimits_core.workloads.queue.durability import NONE, PER_COMMIT, PERIODIC, Promise
@@ -50,6 +52,20 @@ class PostgresQueueBase(QueueAdapter):
             # set_config takes it as a parameter (the registry validated the value anyway).
             self.conn.execute("SELECT set_config('synchronous_commit', %s, false)",
                               (self.options["synchronous_commit"],))
+
+    def queue_tables(self) -> list[str]:
+        """The tables this queue writes, schema-qualified where not in the search path."""
+        raise NotImplementedError
+
+    def settle(self) -> dict[str, Any]:
+        """VACUUM ANALYZE the queue's tables: dead tuples of the prefill (and of the previous
+        point's TRUNCATE) gone, planner statistics fresh, the visibility map set. Without it,
+        autovacuum ran inside most measured windows and points started from different states."""
+        started = time.monotonic()
+        tables = self.queue_tables()
+        for table in tables:
+            self.conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(*table.split("."))))
+        return {"settle": f"VACUUM ANALYZE {', '.join(tables)}", "settle_s": round(time.monotonic() - started, 3)}
 
     def close(self) -> None:
         if self.conn is not None:

@@ -75,6 +75,9 @@ class SkipLockedQueue(PostgresQueueBase):
     def reset(self) -> None:
         self.run(RESET_SQL)
 
+    def queue_tables(self) -> list[str]:
+        return [TABLE]
+
     def enqueue(self, payloads: list[bytes]) -> list[int]:
         return [row[0] for row in self.rows(ENQUEUE_SQL, (payloads,))]
 
