@@ -1,86 +1,147 @@
-"""Queue study tables: throughput per consumer count, latency at matched rates, the cliff, crash recovery."""
+"""Queue study tables: throughput per consumer count, latency at matched rates, the cliff. Every
+table carries each variant's durability class and is grouped by it: compare within a class."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
-from pglimits_core.analysis import queue_health
+from pglimits_core.analysis import queue_health, queue_recovery
+from pglimits_core.analysis.queue_durability import ensure_class, fill_by_variant, sort_by_class
 from pglimits_core.analysis.runs import by_role, entry_rows, load_records
 from pglimits_core.load.ratesearch import PointResult, Slo
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 
-COLUMNS = ("run_id", "experiment", "variant", "role", "consumers")
+COLUMNS = ("run_id", "experiment", "variant", "durability_class", "role", "consumers")
+# Why a run's rate is only a floor for its consumers, per experiment.
+LOWER_BOUND_WHY = {"throughput": "backlog ran out", "steady": "producer-bound"}
 
 
 def queue_frame(runs_root: Path | None = None) -> pd.DataFrame:
     frame = entry_rows(load_records("queue", runs_root))
-    return frame if not frame.empty else pd.DataFrame(columns=list(COLUMNS))
+    return fill_by_variant(frame) if not frame.empty else pd.DataFrame(columns=list(COLUMNS))
 
 
 def throughput_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.DataFrame:
-    """Median jobs/s (and spread over repetitions) per variant × consumers: ``throughput`` is the
-    closed-loop burn-down of a prefilled backlog, ``steady`` the producer/consumer steady state."""
+    """Median jobs/s per variant × consumers over the runs that measured the consumers, with their
+    min–max and their count (``runs``; ``runs_recorded`` counts every run of the point).
+    ``throughput`` is the closed-loop burn-down of a prefilled backlog, ``steady`` the
+    producer/consumer steady state.
+
+    A run whose consumers waited on something else measured a floor of their rate: a burn-down
+    that emptied its backlog inside the window, a steady point whose producers never held the
+    depth (producer-bound). A point with only such runs is a lower bound (``lower_bound``,
+    rendered "≥ x (why)" in ``jobs_per_s_text``), never blanked."""
     rows = frame[(frame.experiment == experiment) & (frame.role == "consumer")]
     if rows.empty:
         return pd.DataFrame()
-    # A run that ran out of backlog inside the window measured its producers or its prefill,
-    # not the consumers: its rate is a lower bound at best, so it is flagged and blanked.
-    rows = rows.assign(backlog_ran_out=rows.left_after_run == 0, depth_not_held=False)
+    rows = _lower_bound_runs(ensure_class(rows), frame, experiment)
+    table = pd.DataFrame([_sweep_point(runs) for _, runs in rows.groupby(["variant", "consumers"])])
+    table.insert(3, "jobs_per_s_text", table.apply(rate_text, axis=1))
+    return sort_by_class(table, ["variant", "consumers"])
+
+
+def _lower_bound_runs(rows: pd.DataFrame, frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """Per run: ``backlog_ran_out``, ``depth_not_held`` and ``lower_bound_why`` ("" when the run
+    measured the consumers)."""
+    ran_out = rows.left_after_run == 0
+    not_held = pd.Series(False, index=rows.index)
     if experiment == "steady":
         # A steady state exists only while the producers hold the backlog at its target, so they
         # idle there now and then. Producers that never idled kept the consumers waiting on them:
-        # the rate measured the producers (on 2 cores, often starved by many consumers), not the
-        # consumers. Flagged and blanked like a burn-down that ran out of backlog.
+        # the rate is what the producers delivered (on 2 cores, often starved by many consumers).
         producers = frame[(frame.experiment == experiment) & (frame.role == "producer")]
         never_idle = producers.set_index("run_id").idle_polls.eq(0)
-        rows = rows.assign(depth_not_held=rows.run_id.map(never_idle).fillna(False).astype(bool))
-    rows.loc[rows.backlog_ran_out | rows.depth_not_held, "items_per_s"] = float("nan")
-    grouped = rows.groupby(["variant", "consumers"])
-    table = grouped.agg(jobs_per_s=("items_per_s", "median"), min_jobs_per_s=("items_per_s", "min"),
-                        backlog_ran_out=("backlog_ran_out", "any"), depth_not_held=("depth_not_held", "any"),
-                        max_jobs_per_s=("items_per_s", "max"), runs=("run_id", "count"),
-                        client_bound=("client_bound", "any"), lost=("lost", "sum"),
-                        duplicates=("duplicates", "sum"))
-    return table.reset_index()
+        not_held = rows.run_id.map(never_idle).fillna(False).astype(bool)
+    why = (ran_out | not_held).map({True: LOWER_BOUND_WHY.get(experiment, "lower bound"), False: ""})
+    return rows.assign(backlog_ran_out=ran_out, depth_not_held=not_held, lower_bound_why=why)
+
+
+def _sweep_point(runs: pd.DataFrame) -> dict:
+    """One variant × consumers point: the median of the runs that measured the consumers, else of
+    the lower-bound runs (then the point is a lower bound)."""
+    measured = runs[runs.lower_bound_why == ""]
+    used = measured if len(measured) else runs
+    rates, first = used.items_per_s.dropna(), runs.iloc[0]
+    return {"variant": first.variant, "durability_class": first.durability_class, "consumers": first.consumers,
+            "jobs_per_s": rates.median(), "min_jobs_per_s": rates.min(), "max_jobs_per_s": rates.max(),
+            "runs": len(rates), "runs_recorded": len(runs), "lower_bound": measured.empty,
+            "lower_bound_why": "" if len(measured) else used.lower_bound_why.iloc[0],
+            "backlog_ran_out": bool(runs.backlog_ran_out.any()), "depth_not_held": bool(runs.depth_not_held.any()),
+            "client_bound": any_verdict(used.client_bound), "lost": runs.lost.sum(),
+            "duplicates": runs.duplicates.sum(), "worker_busy_events": _median(used, "worker_busy_events")}
+
+
+def rate_text(point, where: str = "") -> str:
+    """"2,374 (2,289–2,442)", "2,015 (1 of 3 runs)", "≥ 16,900 @4 (16,600–17,300; producer-bound)":
+    the median, ``where`` (e.g. "@4"), the spread of the runs behind it, how many of the recorded
+    runs those are, and why a lower bound is one."""
+    if pd.isna(point.jobs_per_s):
+        return "—"
+    notes = [f"{point.min_jobs_per_s:,.0f}–{point.max_jobs_per_s:,.0f}"] if point.runs > 1 else []
+    notes += [f"{point.runs} of {point.runs_recorded} runs"] if point.runs < point.runs_recorded else []
+    notes += [point.lower_bound_why] if point.lower_bound else []
+    value = ("≥ " if point.lower_bound else "") + f"{point.jobs_per_s:,.0f}" + (f" {where}" if where else "")
+    return value + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def any_verdict(values: pd.Series) -> bool | None:
+    """Client-bound in any run; None when no run has a verdict (not applicable — SQLite's engine
+    runs inside the client — or not recorded): shown as "—", never as a mark."""
+    known = [bool(value) for value in values if value is not None and not pd.isna(value)]
+    return any(known) if known else None
+
+
+def flag_set(value) -> bool:
+    """A recorded True; None or NaN (not applicable, not recorded) is not a mark."""
+    return value is not None and not pd.isna(value) and bool(value)
+
+
+def _median(rows: pd.DataFrame, column: str) -> float | None:
+    values = pd.to_numeric(rows[column], errors="coerce") if column in rows else pd.Series(dtype=float)
+    return values.median() if values.notna().any() else None
 
 
 def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Enqueue latency (from intended start) and end-to-end latency at each offered rate."""
+    """One row per run at each offered rate: enqueue latency (from the intended start, open loop),
+    the claim's own round trip, and end-to-end latency (claim − the message's intended send time,
+    so a producer running behind schedule shows up in it)."""
     rows = frame[frame.experiment == "latency"]
     if rows.empty:
         return pd.DataFrame()
-    producer, consumer = by_role(rows)
+    producer, consumer = by_role(ensure_class(rows))
     # Sustained means the producers kept the offered rate AND the consumers kept up with it;
     # otherwise the backlog grew and the latencies describe a queue filling up, not a rate.
     consumed = consumer.items_per_s.reindex(producer.index)
     sustained = producer.sustained.astype(bool) & (consumed >= SUSTAINED_FRACTION * producer.offered_rate)
     table = pd.DataFrame({
-        "variant": producer.variant, "offered_per_s": producer.offered_rate,
-        "achieved_per_s": producer.achieved_rate, "consumed_per_s": consumed, "sustained": sustained,
+        "variant": producer.variant, "durability_class": producer.durability_class,
+        "offered_per_s": producer.offered_rate, "achieved_per_s": producer.achieved_rate,
+        "consumed_per_s": consumed, "sustained": sustained,
         "enqueue_p50_ms": producer.get("latency_p50_ms"), "enqueue_p99_ms": producer.get("latency_p99_ms"),
         "claim_p50_ms": consumer.get("claim_p50_ms"), "claim_p99_ms": consumer.get("claim_p99_ms"),
         "e2e_p50_ms": consumer.get("end_to_end_p50_ms"), "e2e_p95_ms": consumer.get("end_to_end_p95_ms"),
         "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "client_bound": producer.client_bound,
         "lost": producer.lost, "duplicates": producer.duplicates})
-    return table.sort_values(["offered_per_s", "variant"]).reset_index(drop=True)
+    return sort_by_class(table, ["offered_per_s", "variant"])
 
 
 def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
-    """Every rate-search probe with its verdict under the SLO it was searched with."""
+    """Every rate-search probe with its verdict under the SLO it was searched with (end-to-end
+    latency from the intended send time)."""
     rows = frame[frame.experiment == "cliff"]
     if rows.empty:
         return pd.DataFrame()
-    producer, consumer = by_role(rows)
-    table = pd.DataFrame({"variant": producer.variant, "offered_per_s": producer.offered_rate,
+    producer, consumer = by_role(ensure_class(rows))
+    table = pd.DataFrame({"variant": producer.variant, "durability_class": producer.durability_class,
+                          "offered_per_s": producer.offered_rate,
                           "produced_per_s": producer.items_per_s, "consumed_per_s": consumer.items_per_s,
                           "achieved_per_s": producer.achieved_rate,
                           "e2e_p50_ms": consumer.get("end_to_end_p50_ms"),
                           "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "slo": producer.slo})
     table["failed"] = [_verdict(row) for row in table.itertuples()]
-    return table.sort_values(["variant", "offered_per_s"]).reset_index(drop=True)
+    return sort_by_class(table, ["variant", "offered_per_s"])
 
 
 def _verdict(row) -> str:
@@ -93,59 +154,24 @@ def _verdict(row) -> str:
 
 
 def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
-    """Highest sustainable rate per variant and the lowest rate that failed (the cliff)."""
+    """Per variant: the highest rate whose every probe passed, below the lowest rate where any
+    probe failed (the cliff; a pass above a failure is not a sustainable rate), and why it failed."""
     if points.empty:
         return pd.DataFrame()
-    rows = []
-    for name, group in points.groupby("variant"):
-        ok, bad = group[group.failed == ""], group[group.failed != ""]
-        rows.append({"variant": name, "sustainable_per_s": ok.offered_per_s.max() if len(ok) else None,
-                     "first_failed_per_s": bad.offered_per_s.min() if len(bad) else None,
-                     "why_failed": bad.sort_values("offered_per_s").failed.iloc[0] if len(bad) else "",
-                     "probes": len(group)})
-    return pd.DataFrame(rows)
+    rows = [_cliff_row(name, group) for name, group in ensure_class(points).groupby("variant")]
+    return sort_by_class(pd.DataFrame(rows), ["variant"])
 
 
-RECOVERY_COLUMNS = ["variant", "kill_target", "confirmed", "lost", "recovery_s", "wal_to_replay_mb",
-                    "durable", "note", "server_log"]
-
-
-def recovery_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per crash drill: acknowledged messages lost and time to the first claim after the
-    restart. The drill's facts live in the manifest's outcome (a drill has no load summary)."""
-    rows = frame[frame.experiment == "recovery"].drop_duplicates("run_id") if "path" in frame else frame[:0]
-    if rows.empty:
-        return pd.DataFrame(columns=RECOVERY_COLUMNS)
-    table = pd.DataFrame([_recovery_row(run) for run in rows.itertuples()], columns=RECOVERY_COLUMNS)
-    return table.sort_values("variant", kind="stable").reset_index(drop=True)
-
-
-def _recovery_row(run) -> dict:
-    manifest = json.loads((Path(run.path) / "manifest.json").read_text())
-    outcome = manifest.get("params", {}).get("outcome", {})
-    if run.status != "complete" or not outcome:
-        return {"variant": run.variant, "note": f"failed: {run.error}"}
-    # Nothing survived to claim (Redis without persistence): the time is to the first empty answer.
-    first = outcome.get("first_claim_s")
-    return {"variant": run.variant, "kill_target": outcome.get("kill_target"),
-            "confirmed": outcome.get("confirmed"), "lost": outcome.get("lost"),
-            "recovery_s": first if first is not None else outcome.get("recovery_s"),
-            "wal_to_replay_mb": _mb(outcome.get("state_at_kill", {}).get("wal_to_replay_bytes")),
-            "durable": outcome.get("durable_config"), "note": _recovery_note(outcome),
-            "server_log": " | ".join(outcome.get("server_log", []))}
-
-
-def _mb(value: float | None) -> float | None:
-    return None if value is None else round(value / 2**20, 1)
-
-
-def _recovery_note(outcome: dict) -> str:
-    notes = [outcome.get("durability", "")]
-    if outcome.get("first_claim_s") is None:
-        notes.append("nothing left to claim: recovery_s is the first (empty) answer")
-    if outcome.get("durable_config") and outcome.get("lost"):
-        notes.append("DURABLE CONFIG LOST ACKNOWLEDGED MESSAGES")
-    return "; ".join(n for n in notes if n)
+def _cliff_row(name: str, probes: pd.DataFrame) -> dict:
+    broke = probes.groupby("offered_per_s").failed.agg(lambda reasons: (reasons != "").any())
+    first_failed = broke[broke].index.min() if broke.any() else None
+    held = broke[~broke].index
+    held = held[held < first_failed] if first_failed is not None else held
+    why = probes[(probes.offered_per_s == first_failed) & (probes.failed != "")].failed
+    return {"variant": name, "durability_class": probes.durability_class.iloc[0],
+            "sustainable_per_s": held.max() if len(held) else None, "first_failed_per_s": first_failed,
+            "why_failed": why.iloc[0] if len(why) else "", "probes": len(probes),
+            "probes_per_rate": int(probes.groupby("offered_per_s").size().max())}
 
 
 def outcome_table(outcome: dict | None) -> pd.DataFrame:
@@ -159,6 +185,19 @@ def outcome_table(outcome: dict | None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["what", "reason"])
 
 
+def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every queue table of one frame of runs, by name."""
+    tables = {"throughput": throughput_table(frame), "steady": throughput_table(frame, "steady"),
+              "latency": latency_table(frame), "cliff_points": cliff_points(frame)}
+    tables["cliff"] = cliff_table(tables["cliff_points"])
+    tables["resources"] = queue_health.resources_table(frame)
+    tables["queue_health"] = queue_health.queue_health_table(frame)
+    tables["dead_tuples"] = queue_health.dead_tuple_series(frame)
+    tables["recovery_drills"] = queue_recovery.recovery_drills(frame)
+    tables["recovery"] = queue_recovery.recovery_table(tables["recovery_drills"])
+    return tables
+
+
 def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
                  tables_dir: str = "") -> dict[str, pd.DataFrame]:
     """All queue tables of a profile's runs; figures saved (PNG + SVG) for every table with data
@@ -167,40 +206,19 @@ def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
     from pglimits_core.config import profile_figures_dir, profile_results_dir, profile_runs_dir
     from pglimits_core.plotting import figures
 
-    frame = queue_frame(profile_runs_dir(profile, runs_root))
-    figures_dir = Path(figures_dir) if figures_dir else profile_figures_dir(profile)
-    tables_dir = Path(tables_dir) if tables_dir else profile_results_dir(profile) / "tables"
-    tables = {"throughput": throughput_table(frame), "steady": throughput_table(frame, "steady"),
-              "latency": latency_table(frame)}
-    tables["cliff_points"] = cliff_points(frame)
-    tables["cliff"] = cliff_table(tables["cliff_points"])
-    tables["resources"] = queue_health.resources_table(frame)
-    tables["queue_health"] = queue_health.queue_health_table(frame)
-    tables["dead_tuples"] = queue_health.dead_tuple_series(frame)
-    tables["recovery"] = recovery_table(frame)
-    charts = {"throughput": ("queue-consumer-sweep", figures.consumer_sweep_chart),
-              "steady": ("queue-steady-state", lambda t: figures.consumer_sweep_chart(
-                  t, "Queue steady state: producers hold ~target depth, consumers swept\n"
-                     "(left out: points where the producers could not hold the depth)")),
-              "dead_tuples": ("queue-dead-tuples", figures.dead_tuples_chart),
-              "latency": ("queue-latency", figures.latency_chart),
-              "cliff_points": ("queue-cliff", figures.cliff_chart)}
-    plotted = {"throughput": "jobs_per_s", "steady": "jobs_per_s", "latency": "e2e_p99_ms", "cliff_points": "consumed_per_s",
-               "dead_tuples": "dead_tuples"}
-    for key, (name, chart) in charts.items():
-        table = tables[key]
-        if not table.empty and table[plotted[key]].notna().any():  # an all-blank chart says nothing
-            figures.save_figure(chart(table.dropna(subset=[plotted[key]])), name, figures_dir)
-    if tables_dir:
-        _write_tables(tables, Path(tables_dir))
+    tables = all_tables(queue_frame(profile_runs_dir(profile, runs_root)))
+    figures.save_queue_figures(tables, Path(figures_dir) if figures_dir else profile_figures_dir(profile))
+    _write_tables(tables, Path(tables_dir) if tables_dir else profile_results_dir(profile) / "tables")
     return tables
 
 
 def _write_tables(tables: dict[str, pd.DataFrame], directory: Path) -> None:
+    """CSV as computed; Markdown with "—" for a missing value (a verdict that does not apply)."""
     directory.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
         table.to_csv(directory / f"queue-{name}.csv", index=False)
-        (directory / f"queue-{name}.md").write_text(table.to_markdown(index=False) if not table.empty else "(no data)\n")
+        shown = table.astype(object).where(table.notna(), "—")
+        (directory / f"queue-{name}.md").write_text(shown.to_markdown(index=False) if not table.empty else "(no data)\n")
 
 
 def servers_table(profile: str, runs_root: str = "") -> pd.DataFrame:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pglimits_core.analysis.queue_durability import sort_by_class
 from pglimits_core.analysis.runs import by_role
 
 SAMPLERS_FILE = "samplers.parquet"
@@ -36,26 +37,47 @@ def _per_message(frame: pd.DataFrame, column: str, messages_per_s: float | None)
     return frame[column].mean() / messages_per_s
 
 
+def _cpu_us_per_msg(cpu_pct: float | None, messages_per_s: float | None) -> float | None:
+    """% of one core at a message rate -> CPU microseconds per message."""
+    return None if cpu_pct is None or not messages_per_s else cpu_pct * 1e4 / messages_per_s
+
+
+def _idle_polls_per_s(run) -> float | None:
+    polls, seconds = getattr(run, "consumer_idle_polls", None), getattr(run, "consumer_duration_s", None)
+    return None if polls is None or pd.isna(polls) or not seconds else polls / seconds
+
+
 def resources_row(run, samplers: pd.DataFrame) -> dict:
     rate = run.consumed_per_s
-    return {"variant": run.variant, "offered_per_s": run.offered_rate, "consumed_per_s": rate,
-            "client_cpu_pct": _median(samplers, "client_cpu_pct"),
-            "server_cpu_pct": _median(samplers, "server_cpu_pct"),
+    client, server = _median(samplers, "client_cpu_pct"), _median(samplers, "server_cpu_pct")
+    polls = _idle_polls_per_s(run)
+    return {"variant": run.variant, "durability_class": getattr(run, "durability_class", None),
+            "offered_per_s": run.offered_rate, "consumed_per_s": rate,
+            "client_cpu_pct": client, "server_cpu_pct": server,
+            "client_cpu_us_per_msg_with_polling": _cpu_us_per_msg(client, rate),
+            "server_cpu_us_per_msg_with_polling": _cpu_us_per_msg(server, rate),
+            "idle_polls_per_s": polls, "idle_polls_per_msg": polls / rate if polls is not None and rate else None,
             "server_rss_max_mb": (samplers["server_rss_max_bytes"].max() / 2**20
                                   if "server_rss_max_bytes" in samplers else None),
             "disk_write_bytes_per_msg": _per_message(samplers, "disk_write_bytes_per_s", rate),
-            "wal_bytes_per_msg": _per_message(samplers, "wal_bytes_per_s", rate)}
+            "wal_bytes_per_msg": _per_message(samplers, "wal_bytes_per_s", rate),
+            "worker_busy_events": getattr(run, "worker_busy_events", None),
+            "worker_busy_wait_ms": getattr(run, "worker_busy_wait_ms", None)}
 
 
 def resources_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """CPU (% of one core, median), peak server RSS, disk and WAL bytes per message, per latency run.
+    """Per latency run: CPU (% of one core, median) and CPU µs per message, consumers' idle polls
+    per second and per message, peak server RSS, disk and WAL bytes per message, SQLite busy waits.
 
+    Idle polls are empty claims; a consumer backs off 1 ms after each one. At low rates they are
+    most of the consumers' work, so CPU per message here includes that polling (on both sides:
+    each empty claim is a round trip the server answers too) — read it beside the poll counts.
     Disk bytes are system-wide (the box runs nothing else of note during a run); RSS is the
     largest single server process, because summing Postgres backends counts shared_buffers
-    once per backend (see samplers.host)."""
+    once per backend (see samplers.host). Busy waits are summed over the load workers."""
     runs = _latency_runs(frame)
     rows = [resources_row(run, sampler_frame(run.path)) for run in runs.itertuples()]
-    return pd.DataFrame(rows).sort_values(["offered_per_s", "variant"]).reset_index(drop=True) if rows else pd.DataFrame()
+    return sort_by_class(pd.DataFrame(rows), ["offered_per_s", "variant"]) if rows else pd.DataFrame()
 
 
 def _latency_runs(frame: pd.DataFrame) -> pd.DataFrame:
@@ -63,14 +85,16 @@ def _latency_runs(frame: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return rows
     producer, consumer = by_role(rows)
-    return producer.assign(consumed_per_s=consumer.items_per_s).reset_index()
+    return producer.assign(consumed_per_s=consumer.items_per_s, consumer_idle_polls=consumer.idle_polls,
+                           consumer_duration_s=consumer.get("duration_s")).reset_index()
 
 
 def health_row(run, samplers: pd.DataFrame) -> dict:
     dead = _columns_ending(samplers, ".n_dead_tup")
     size = _columns_ending(samplers, ".total_bytes")
     vacuums = _columns_ending(samplers, ".autovacuum_count_delta")
-    return {"variant": run.variant, "experiment": run.experiment, "rate": run.rate,
+    return {"variant": run.variant, "durability_class": getattr(run, "durability_class", None),
+            "experiment": run.experiment, "rate": run.rate,
             "consumers": run.consumers,
             "dead_tuples_max": samplers[dead].max().max() if dead else None,
             "table_and_index_mb_max": samplers[size].max().max() / 2**20 if size else None,

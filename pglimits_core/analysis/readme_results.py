@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from pglimits_core.analysis import queue as queue_tables
+from pglimits_core.analysis.queue_durability import UNKNOWN, label, sort_by_class
+from pglimits_core.analysis.queue_recovery import SIGKILL_NOTE
 from pglimits_core.analysis.runs import load_records
 from pglimits_core.config import (
     PROJECT_ROOT,
@@ -28,7 +30,8 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.record.export import committed_runs_root
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-FIGURES = ["queue-consumer-sweep", "queue-steady-state", "queue-latency", "queue-cliff", "queue-dead-tuples"]
+FIGURES = ["queue-consumer-sweep", "queue-steady-state", "queue-latency", "queue-cliff", "queue-dead-tuples",
+           "queue-recovery"]
 
 
 def hardware_line(records: list[dict]) -> str:
@@ -43,11 +46,8 @@ def hardware_line(records: list[dict]) -> str:
 
 
 def _spread_text(row: pd.Series, with_consumers: bool = False) -> str:
-    if pd.isna(row.jobs_per_s):
-        return "ran out of backlog"
-    where = f" @{row.consumers:.0f}" if with_consumers else ""
-    return (f"{row.jobs_per_s:,.0f}{where} ({row.min_jobs_per_s:,.0f}–{row.max_jobs_per_s:,.0f})"
-            + (" ᶜ" if row.client_bound else ""))
+    where = f"@{row.consumers:.0f}" if with_consumers else ""
+    return queue_tables.rate_text(row, where) + (" ᶜ" if queue_tables.flag_set(row.client_bound) else "")
 
 
 def _at_consumers(table: pd.DataFrame, consumers: int) -> pd.Series:
@@ -56,15 +56,24 @@ def _at_consumers(table: pd.DataFrame, consumers: int) -> pd.Series:
 
 
 def _peak(table: pd.DataFrame) -> pd.Series:
-    """Each variant's best consumer count (highest median), with that count named."""
+    """Each variant's best consumer count (highest median; a lower bound counts at its floor),
+    with that count named."""
     measured = table.dropna(subset=["jobs_per_s"])
     best = measured.loc[measured.groupby("variant").jobs_per_s.idxmax()].set_index("variant")
     return best.apply(lambda r: _spread_text(r, with_consumers=True), axis=1)
 
 
+def _classes(tables: dict[str, pd.DataFrame]) -> pd.Series:
+    """Each variant's durability class, from whichever table measured it."""
+    frames = [t[["variant", "durability_class"]] for t in tables.values() if {"variant", "durability_class"} <= set(t)]
+    both = pd.concat(frames) if frames else pd.DataFrame(columns=["variant", "durability_class"])
+    return both.drop_duplicates("variant").set_index("variant").durability_class
+
+
 def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per variant: burn-down jobs/s at 1 consumer and at its best consumer count, the
-    steady-state peak, e2e p99 at each offered rate (or 'not sustained'), and the cliff."""
+    """Per variant, grouped by durability class: burn-down jobs/s at 1 consumer and at its best
+    consumer count, the steady-state peak, e2e p99 at each offered rate (or 'not sustained'),
+    and the cliff."""
     sweep = tables["throughput"]
     low = int(sweep.consumers.min())
     head = pd.DataFrame({f"burn-down jobs/s, {low} consumer{'s' if low > 1 else ''}": _at_consumers(sweep, low),
@@ -77,7 +86,38 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     if not tables["cliff"].empty:
         head["highest sustained rate (cliff), msg/s"] = tables["cliff"].set_index("variant").sustainable_per_s.map(
             lambda rate: f"{rate:,.0f}")
-    return head.reset_index().rename(columns={"index": "variant"}).fillna("—")
+    head = head.rename_axis("variant").reset_index()
+    head.insert(1, "durability_class", _classes(tables).reindex(head.variant).fillna(UNKNOWN).to_numpy())
+    head = sort_by_class(head, ["variant"])
+    return head.assign(durability_class=head.durability_class.map(label)).rename(
+        columns={"durability_class": "durability class"}).fillna("—")
+
+
+def recovery_lines(recovery: pd.DataFrame) -> list[str]:
+    """The crash drill block: per variant the median (min–max) over its drills, and what the
+    drill can and cannot show."""
+    if recovery is None or recovery.empty:
+        return []
+    shown = pd.DataFrame({
+        "variant": recovery.variant, "durability class": recovery.durability_class.map(label),
+        "kill_target": recovery.kill_target, "drills": recovery.drills, "lost": recovery.lost,
+        "time to first claim, s": [_median_range(r.recovery_s, r.recovery_s_min, r.recovery_s_max, "{:.3f}")
+                                   for r in recovery.itertuples()],
+        "WAL to replay, MB": [_median_range(r.wal_to_replay_mb, r.wal_to_replay_mb_min, r.wal_to_replay_mb_max, "{:.1f}")
+                              for r in recovery.itertuples()],
+        "SIGKILL cannot lose (by configuration)": recovery.survives_sigkill})
+    return ["Crash drill (SIGKILL mid-load, restart, time to the first successful claim; median (min–max) over "
+            "the drills):", "", shown.astype(object).where(shown.notna(), "—").to_markdown(index=False), "",
+            f"{SIGKILL_NOTE}. Postgres restart time is WAL replay: `WAL to replay` is the WAL written since the "
+            "last checkpoint when the server was killed (bounded by `checkpoint_timeout`/`max_wal_size`); "
+            "the `queue-recovery` figure plots time against it, one point per drill.", ""]
+
+
+def _median_range(median: float, low: float, high: float, number: str) -> str:
+    if pd.isna(median):
+        return "—"
+    spread = f" ({number.format(low)}–{number.format(high)})" if high > low else ""
+    return number.format(median) + spread
 
 
 def committed_host(profile: str, host: str | None = None) -> str:
@@ -106,17 +146,16 @@ def results_block(profile: str, host: str | None = None) -> str:
     tables = queue_tables.queue_report(profile, str(root), str(figures_dir), str(results_root / "tables"))
     lines = [START, f"### Queue results (profile `{profile}`, machine `{host}`, generated from its run records)", "",
              f"Hardware: {hardware_line(records)}.", "",
-             "Median over repetitions (min–max); `@n` = at n consumers; ᶜ = client-bound (the Python "
-             "harness, not the server, was the limit — see `pglimits bench harness`). Full tables: "
-             f"`{results}/tables/`; report: `{results}/report.html`.", "",
+             "Rows are grouped by durability class (fsync per commit / periodic / none): compare within a "
+             "class. Median over the runs that measured the point (min–max; `k of n runs` when fewer than "
+             "all did); `@n` = at n consumers; `≥ x (producer-bound)` / `≥ x (backlog ran out)` = a lower "
+             "bound: the consumers waited on the producers or on an empty backlog, so they can do at least "
+             "x; ᶜ = client-bound (the Python harness, not the server, was the limit — see `pglimits bench "
+             "harness`; not applicable to SQLite, whose engine runs in the client). End-to-end latency runs "
+             f"from each message's intended send time to its claim. Full tables: `{results}/tables/`; "
+             f"report: `{results}/report.html`.", "",
              headline_table(tables).to_markdown(index=False), ""]
-    recovery = tables.get("recovery")
-    if recovery is not None and not recovery.empty:
-        lines += ["Crash drill (SIGKILL mid-load, restart, time to the first successful claim):", "",
-                  recovery[["variant", "kill_target", "confirmed", "lost", "recovery_s", "wal_to_replay_mb", "durable"]]
-                  .round({"recovery_s": 3}).astype(object).where(lambda cells: cells.notna(), "—").to_markdown(index=False), "",
-                  "Postgres restart time is WAL replay: `wal_to_replay_mb` is the WAL written since the last "
-                  "checkpoint when the server was killed (bounded by `checkpoint_timeout`/`max_wal_size`).", ""]
+    lines += recovery_lines(tables.get("recovery"))
     lines += [f"![{name}]({repo_relative(figures_dir)}/{name}.png)" for name in FIGURES
               if (figures_dir / f"{name}.png").exists()]
     return "\n".join([*lines, END])

@@ -152,11 +152,11 @@ def not_run_table(records: list[dict[str, Any]], runs_root: Path, profile: str) 
 
 
 def flag_points(table: pd.DataFrame) -> pd.DataFrame:
-    """A ``flags`` column first: client-bound, not sustained, backlog ran out — readable in HTML."""
+    """A ``flags`` column first: client-bound, not sustained, lower bound — readable in HTML."""
     if table.empty:
         return table
-    checks = {"client-bound": "client_bound", "NOT SUSTAINED": "sustained", "backlog ran out": "backlog_ran_out",
-              "depth not held": "depth_not_held"}
+    checks = {"client-bound": "client_bound", "NOT SUSTAINED": "sustained", "LOWER BOUND (≥)": "lower_bound",
+              "backlog ran out": "backlog_ran_out", "depth not held": "depth_not_held"}
     flags = []
     for _, row in table.iterrows():
         marks = [name for name, col in checks.items() if col in row and _flagged(name, row[col])]
@@ -176,36 +176,58 @@ def _fresh_figures(directory: Path, since: float) -> list[Path]:
     return sorted(p for p in directory.glob("queue-*.png") if p.stat().st_mtime >= since - 1)
 
 
-CLIENT_BOUND_NOTE = ("Flags: <span class='flag'>client-bound</span> = the load generator, not the server, "
-                     "ran out of CPU (the point is a floor for the server); <span class='flag'>NOT SUSTAINED</span> = "
-                     "achieved/consumed below 95 % of offered (its latency is not a claim at that rate); "
-                     "<span class='flag'>backlog ran out</span> = a burn-down emptied its prefill inside the "
-                     "window, so its rate is blanked; <span class='flag'>depth not held</span> = in a steady-state "
-                     "point the producers never reached the target depth (they, not the consumers, set the "
-                     "rate), so its rate is blanked.")
+CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b> (fsync per commit / periodic / "
+                     "none) and is grouped by it: compare variants within a class, since a class promises more "
+                     "than the next. Flags: <span class='flag'>client-bound</span> = the load generator, not the "
+                     "server, ran out of CPU (the point is a floor for the server); a blank (—) client-bound "
+                     "cell means the verdict does not apply (SQLite: its engine runs inside the client) or was "
+                     "not recorded; <span class='flag'>NOT SUSTAINED</span> = achieved/consumed below 95 % of "
+                     "offered (its latency is not a claim at that rate); <span class='flag'>LOWER BOUND (≥)</span> "
+                     "= every run of the point had its consumers wait on something else — a burn-down that "
+                     "emptied its prefill inside the window (<span class='flag'>backlog ran out</span>) or a "
+                     "steady-state point whose producers never reached the target depth (<span class='flag'>"
+                     "depth not held</span>, producer-bound) — so the consumers can do at least that rate. "
+                     "<code>runs</code> counts the runs behind the number, <code>runs_recorded</code> every run "
+                     "of the point. End-to-end latency runs from each message's intended send time to its claim.")
+
+CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)",
+            "steady": "Steady state per consumer count (producers hold a target depth; ≥ = producer-bound)",
+            "latency": "Latency at matched offered rates (open loop; enqueue from the intended start, "
+                       "end to end from the intended send time to the claim)",
+            "cliff": "The cliff: highest sustainable rate and the first rate that failed",
+            "cliff_points": "Every rate-search probe",
+            "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
+                        "cache, so 0 lost does not separate durability classes (an OS crash would)"}
+REFERENCE_CAPTIONS = {
+    "resources": "Resources per latency run. Consumers back off 1 ms after each empty claim (an idle poll): "
+                 "at low rates most consumer CPU is polling, so CPU µs per message includes it — read it "
+                 "beside idle_polls_per_s and idle_polls_per_msg. SQLite busy waits are summed over the load "
+                 "workers.",
+    "recovery_drills": "Every crash drill (one row per drill)"}
 
 
 def _seed_paragraphs() -> list[str]:
     return ["The source documents ran on other hardware, so their absolute numbers are not comparable; "
             "the <i>ratio</i> between two systems measured on the same box is. Seed figures are quoted from "
-            "<code>seeds/</code>; ours are computed from the tables above. Verdict: <b>agree</b> when our ratio "
-            f"lies within the seed's range widened ×{AGREEMENT_SLACK} each way; <b>same direction, different "
-            "size</b> when the same system wins; <b>differ</b> when the other one does. Latency pairs use the "
-            "offered rate both systems were measured at that is nearest the seed's (sustained rates first) — "
-            "the rate is named in each cell; when that is not the seed's rate, the pair is shown for context "
-            "and judged <b>not comparable</b>."]
+            "<code>seeds/</code>; ours are computed from the tables above, <b>both sides from one durability "
+            "class</b> (one row per class measured on both sides; e.g. SQLite <code>synchronous=FULL</code> "
+            "vs Postgres <code>synchronous_commit=on</code> at per-commit durability). The seed's own "
+            "durability is quoted beside it. Verdict: <b>agree</b> when our ratio lies within the seed's "
+            f"range widened ×{AGREEMENT_SLACK} each way; <b>same direction, different size</b> when the same "
+            "system wins; <b>differ</b> when the other one does, or when one of ours did not sustain the rate "
+            "the seed measured both at (the reason is stated); <b>not compared</b> when no durability class "
+            "was measured on both sides (the ratio is then shown as context only). The seed's Redis "
+            "baseline was pipelined, so ours is the pipelined variant. Latency pairs use the seed's offered "
+            "rate; a pair measured only at another rate is shown for context and judged <b>not "
+            "comparable</b>."]
 
 
 def queue_sections(tables: dict[str, pd.DataFrame], figures: list[Path]) -> list[Section]:
-    captions = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)",
-                "latency": "Latency at matched offered rates (open loop, from intended start)",
-                "cliff": "The cliff: highest sustainable rate and the first rate that failed",
-                "cliff_points": "Every rate-search probe"}
-    headline = [(captions[k], flag_points(tables[k])) for k in captions if k in tables]
-    extra = [(f"queue {k}", flag_points(t)) for k, t in tables.items() if k not in captions]
+    headline = [(CAPTIONS[k], flag_points(tables[k])) for k in CAPTIONS if k in tables]
+    extra = [(REFERENCE_CAPTIONS.get(k, f"queue {k}"), flag_points(t)) for k, t in tables.items() if k not in CAPTIONS]
     return [Section("Queue: headline tables", [CLIENT_BOUND_NOTE], headline),
             Section("Queue: figures", figures=figures),
-            Section("Queue: resources and Postgres health", tables=extra, collapsed=True)]
+            Section("Queue: resources, Postgres health, every crash drill", tables=extra, collapsed=True)]
 
 
 def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from pglimits_core.analysis.queue_durability import run_class
 from pglimits_core.record.rundir import finished_runs
 
 
@@ -48,20 +49,30 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     outcome = params.get("outcome", {})
     return {"run_id": manifest["run_id"], "system": manifest["system"], "status": manifest["status"],
             "error": manifest.get("error"), "experiment": params.get("experiment"),
-            "variant": params.get("variant"), "consumers": params.get("consumers"),
-            "producers": params.get("producers"), "rate": params.get("rate"),
+            "variant": params.get("variant"), "durability_class": run_class(manifest),
+            "consumers": params.get("consumers"), "producers": params.get("producers"), "rate": params.get("rate"),
             "client_bound": manifest.get("client_bound"),
             "client_bound_reason": manifest.get("client_bound_reason"),
             "client_cpu_pct": manifest.get("cpu", {}).get("client_cpu_pct_median"),
             "server_cpu_pct": manifest.get("cpu", {}).get("server_cpu_pct_median"),
             "lost": outcome.get("lost"), "duplicates": outcome.get("duplicates"),
-            "produced": outcome.get("produced"), "left_after_run": outcome.get("drained_after"), "slo": params.get("slo"), "path": str(path)}
+            "produced": outcome.get("produced"), "left_after_run": outcome.get("drained_after"),
+            **_worker_busy(outcome), "slo": params.get("slo"), "path": str(path)}
+
+
+def _worker_busy(outcome: dict[str, Any]) -> dict[str, Any]:
+    """SQLite busy-handler counters summed over the load workers (``worker_stats``); the study
+    process's own adapter (``adapter_stats``) only drains the queue, so its counters say nothing."""
+    stats = outcome.get("worker_stats") or {}
+    wait_ns = stats.get("busy_wait_ns")
+    return {"worker_busy_events": stats.get("busy_events"), "worker_busy_timeouts": stats.get("busy_timeouts"),
+            "worker_busy_wait_ms": None if wait_ns is None else wait_ns / 1e6}
 
 
 def _entry_columns(entry: dict[str, Any]) -> dict[str, Any]:
-    columns = {key: entry.get(key) for key in ("role", "op", "phase", "loop", "workers", "items_per_s",
-                                              "ops_per_s", "idle_polls", "errors", "offered_rate",
-                                              "achieved_rate", "sustained")}
+    columns = {key: entry.get(key) for key in ("role", "op", "phase", "loop", "workers", "duration_s",
+                                              "items_per_s", "ops_per_s", "idle_polls", "errors",
+                                              "offered_rate", "achieved_rate", "sustained")}
     for kind, stats in entry.get("latencies", {}).items():
         for pct in ("p50", "p95", "p99", "p999", "max"):
             columns[f"{kind}_{pct}_ms"] = _ms(stats.get(f"{pct}_us"))

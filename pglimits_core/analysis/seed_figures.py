@@ -4,6 +4,11 @@ The hardware differs (the seeds ran on 7-vCPU and Hetzner AX-52 boxes; this stud
 2 shared cores), so absolute numbers are not comparable; the ratio between two systems measured
 on the same box is. Seed numbers below are quoted from ``seeds/``; our side is always computed
 from the queue tables (which come from run records only), never typed.
+
+Both sides of a ratio come from one durability class (fsync per commit / periodic / none), so a
+ratio never compares different promises: SQLite vs Postgres at matched per-commit durability is
+SQLite ``synchronous=FULL`` vs Postgres ``synchronous_commit=on``. A latency side that did not
+sustain the seed's rate here is a finding ("differ", with the reason), not a missing number.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
+
+from pglimits_core.analysis.queue import flag_set
+from pglimits_core.analysis.queue_durability import CLASSES, UNKNOWN, design, ensure_class, label
 
 # A ratio "agrees" when it falls inside the seed's range widened by this factor each way:
 # quick profiles have short windows and one repetition, so a tighter band would flag noise.
@@ -26,10 +34,13 @@ class SeedClaim:
     metric: str  # "throughput" (peak jobs/s, closed loop) or "e2e_p99" (ms at a matched rate)
     a_label: str
     b_label: str
-    a_variants: tuple[str, ...]  # our variants standing for A, first measured one wins
-    b_variants: tuple[str, ...]
+    # our queue designs standing for A and B (variant labels without their durability options,
+    # see ``queue_durability.design``); within a durability class the first measured one wins
+    a_designs: tuple[str, ...]
+    b_designs: tuple[str, ...]
     seed_a: tuple[float, float]  # (low, high) as the seed states it
     seed_b: tuple[float, float]
+    seed_durability: str  # what each side of the seed promised, as the seed states it
     rate: float | None = None  # matched offered rate for latency claims (msg/s)
 
     def seed_ratio_range(self) -> tuple[float, float]:
@@ -40,23 +51,28 @@ SEED_003 = "seed 003 (the study this project implements)"
 SEED_000 = "seed 000 (SQLite WAL vs Postgres queue)"
 POSTGRES_TWO_PHASE = ("pg_skiplocked batch=1",)
 POSTGRES_ANY = ("pgmq batch=1", "pg_skiplocked batch=1", "pg_delete batch=1")
+# The source's Redis baseline was pipelined (BLMOVE + LREM): our pipelined variant stands for it.
+REDIS_PIPELINED = ("redis_reliable batch=10 pipeline=10",)
+SEED_003_DURABILITY = "Postgres synchronous_commit=on (per commit) vs pipelined Redis (persistence not stated)"
+SEED_000_DURABILITY = ("SQLite synchronous=NORMAL in WAL mode (fsync at checkpoints: periodic) vs Postgres "
+                       "synchronous_commit=on (per commit), which the seed called the same fsync semantics")
 
 CLAIMS = (
     SeedClaim(SEED_003, "queue throughput, closed loop", "throughput", "Postgres SKIP LOCKED two-phase",
-              "Redis reliable queue", POSTGRES_TWO_PHASE, ("redis_reliable batch=1",),
-              (45_000, 47_000), (8_000, 11_000)),
+              "Redis reliable queue (pipelined)", POSTGRES_TWO_PHASE, REDIS_PIPELINED,
+              (45_000, 47_000), (8_000, 11_000), SEED_003_DURABILITY),
     SeedClaim(SEED_003, "queue throughput, closed loop", "throughput", "Postgres delete-mode",
-              "Redis reliable queue", ("pg_delete batch=1",), ("redis_reliable batch=1",),
-              (72_000, 72_000), (8_000, 11_000)),
+              "Redis reliable queue (pipelined)", ("pg_delete batch=1",), REDIS_PIPELINED,
+              (72_000, 72_000), (8_000, 11_000), SEED_003_DURABILITY),
     SeedClaim(SEED_003, "queue p99 latency at matched 5k jobs/s", "e2e_p99", "Postgres SKIP LOCKED",
-              "Redis reliable queue", POSTGRES_TWO_PHASE + ("pg_delete batch=1",), ("redis_reliable batch=1",),
-              (2.46, 2.46), (2.35, 2.35), rate=5_000),
+              "Redis reliable queue (pipelined)", POSTGRES_TWO_PHASE + ("pg_delete batch=1",), REDIS_PIPELINED,
+              (2.46, 2.46), (2.35, 2.35), SEED_003_DURABILITY, rate=5_000),
     SeedClaim(SEED_000, "queue throughput at 1 consumer", "throughput_1", "SQLite WAL", "Postgres (pgmq)",
-              ("sqlite_wal batch=1",), POSTGRES_ANY, (4_820, 4_820), (2_140, 2_140)),
+              ("sqlite_wal batch=1",), POSTGRES_ANY, (4_820, 4_820), (2_140, 2_140), SEED_000_DURABILITY),
     SeedClaim(SEED_000, "queue p99 end-to-end at 1k msg/s", "e2e_p99", "SQLite WAL", "Postgres (pgmq)",
-              ("sqlite_wal batch=1",), POSTGRES_ANY, (1.1, 1.1), (6.2, 6.2), rate=1_000),
+              ("sqlite_wal batch=1",), POSTGRES_ANY, (1.1, 1.1), (6.2, 6.2), SEED_000_DURABILITY, rate=1_000),
     SeedClaim(SEED_000, "queue p99 end-to-end at 5k msg/s", "e2e_p99", "SQLite WAL", "Postgres (pgmq)",
-              ("sqlite_wal batch=1",), POSTGRES_ANY, (2.8, 2.8), (14.6, 14.6), rate=5_000),
+              ("sqlite_wal batch=1",), POSTGRES_ANY, (2.8, 2.8), (14.6, 14.6), SEED_000_DURABILITY, rate=5_000),
 )
 
 
@@ -68,46 +84,62 @@ class Measured:
     value: float
     note: str = ""
     rate: float | None = None  # the offered rate of a latency point
+    durability_class: str = UNKNOWN
+    lower_bound: bool = False  # a throughput floor ("≥"): the consumers could do at least this
+    shortfall: str = ""  # a latency side that did not sustain the rate: why (a finding, not a number)
 
 
-def _throughput_point(table: pd.DataFrame, variants: tuple[str, ...], consumers: int | None) -> Measured | None:
-    """Peak median jobs/s of the first measured variant (or at ``consumers``), flags attached."""
-    for variant in variants:
-        rows = table[(table.variant == variant) & table.jobs_per_s.notna()] if not table.empty else table
+def _of_class(table: pd.DataFrame, design_name: str, durability_class: str | None) -> pd.DataFrame:
+    """Rows of one queue design, in one durability class (any class when None)."""
+    if table.empty:
+        return table
+    table = ensure_class(table)
+    rows = table[table.variant.map(design) == design_name]
+    return rows if durability_class is None else rows[rows.durability_class == durability_class]
+
+
+def _throughput_point(table: pd.DataFrame, designs: tuple[str, ...], consumers: int | None,
+                      durability_class: str | None) -> Measured | None:
+    """Peak median jobs/s of the first measured design (or at ``consumers``), flags attached."""
+    for name in designs:
+        rows = _of_class(table, name, durability_class)
+        rows = rows[rows.jobs_per_s.notna()] if not rows.empty else rows
         if consumers is not None and not rows.empty:
             rows = rows[rows.consumers == consumers]
         if rows.empty:
             continue
         best = rows.loc[rows.jobs_per_s.idxmax()]
-        note = f"consumers={int(best.consumers)}" + ("; client-bound" if _flag_true(best.client_bound) else "")
-        return Measured(variant, float(best.jobs_per_s), note)
+        lower = flag_set(best.get("lower_bound"))
+        notes = [f"consumers={int(best.consumers)}"] + (["client-bound"] if flag_set(best.client_bound) else [])
+        notes += [f"lower bound: {best.lower_bound_why}"] if lower else []
+        return Measured(best.variant, float(best.jobs_per_s), "; ".join(notes),
+                        durability_class=best.durability_class, lower_bound=lower)
     return None
 
 
 def _matched_rate(table: pd.DataFrame, a: str, b: str, wanted: float) -> float | None:
-    """The offered rate measured for both variants nearest to the seed's (sustained ones first)."""
-    both = table[table.variant.isin([a, b]) & table.e2e_p99_ms.notna()]
-    counts = both.groupby("offered_per_s").agg(n=("variant", "nunique"), ok=("sustained", "all"))
-    shared = counts[counts.n == 2]
+    """The seed's rate if both variants were offered it, else the nearest rate both were offered
+    (sustained or not: a rate a system could not sustain is a finding, not a reason to look away)."""
+    both = table[table.variant.isin([a, b])]
+    counts = both.groupby("offered_per_s").variant.nunique()
+    shared = counts[counts == 2].index
     if shared.empty:
         return None
-    ranked = shared.assign(distance=(shared.index - wanted).map(abs)).sort_values(["ok", "distance"],
-                                                                                    ascending=[False, True])
-    return float(ranked.index[0])
+    return float(min(shared, key=lambda rate: abs(rate - wanted)))
 
 
 def _latency_point(table: pd.DataFrame, variant: str, rate: float) -> Measured:
-    """The median p99 over the repetitions at ``rate`` (the latency table has a row per run);
-    a flag holds if it held in any repetition."""
-    rows = table[(table.variant == variant) & (table.offered_per_s == rate) & table.e2e_p99_ms.notna()]
-    flags = [f"at {rate:,.0f}/s, median of {len(rows)}"]
-    flags += ["not sustained"] if any(_flag_false(value) for value in rows.sustained) else []
-    flags += ["client-bound"] if any(_flag_true(value) for value in rows.client_bound) else []
-    return Measured(variant, float(rows.e2e_p99_ms.median()), "; ".join(flags), rate)
-
-
-def _flag_true(value) -> bool:
-    return value is not None and not pd.isna(value) and bool(value)
+    """The median p99 over the repetitions at ``rate`` (the latency table has a row per run); a
+    repetition that fell short of the rate makes the side a shortfall; client-bound in any run
+    travels as a flag."""
+    rows = table[(table.variant == variant) & (table.offered_per_s == rate)]
+    short = sum(_flag_false(value) for value in rows.sustained)
+    flags = [f"at {rate:,.0f}/s, median of {int(rows.e2e_p99_ms.notna().sum())}"]
+    flags += [f"not sustained in {short} of {len(rows)} runs"] if short else []
+    flags += ["client-bound"] if any(flag_set(value) for value in rows.client_bound) else []
+    shortfall = f"{variant} did not sustain {rate:,.0f}/s here ({short} of {len(rows)} runs)" if short else ""
+    return Measured(variant, float(rows.e2e_p99_ms.median()), "; ".join(flags), rate,
+                    rows.durability_class.iloc[0], shortfall=shortfall)
 
 
 def _flag_false(value) -> bool:
@@ -115,24 +147,32 @@ def _flag_false(value) -> bool:
     return value is not None and not pd.isna(value) and not bool(value)
 
 
-def _latency_pair(table: pd.DataFrame, claim: SeedClaim) -> tuple[Measured | None, Measured | None]:
+def _latency_pair(table: pd.DataFrame, claim: SeedClaim,
+                  durability_class: str | None) -> tuple[Measured | None, Measured | None]:
     if table.empty:
         return None, None
-    for a in claim.a_variants:
-        for b in claim.b_variants:
+    table = ensure_class(table)
+    for a_name in claim.a_designs:
+        for b_name in claim.b_designs:
+            a_rows, b_rows = _of_class(table, a_name, durability_class), _of_class(table, b_name, durability_class)
+            if a_rows.empty or b_rows.empty:
+                continue
+            a, b = sorted(a_rows.variant.unique())[0], sorted(b_rows.variant.unique())[0]
             rate = _matched_rate(table, a, b, claim.rate or 0)
             if rate is not None:
                 return _latency_point(table, a, rate), _latency_point(table, b, rate)
     return None, None
 
 
-def measured_pair(claim: SeedClaim, tables: dict[str, pd.DataFrame]) -> tuple[Measured | None, Measured | None]:
+def measured_pair(claim: SeedClaim, tables: dict[str, pd.DataFrame],
+                  durability_class: str | None = None) -> tuple[Measured | None, Measured | None]:
+    """Our A and B for ``claim`` within one durability class (None: the first measured of any)."""
     if claim.metric == "e2e_p99":
-        return _latency_pair(tables.get("latency", pd.DataFrame()), claim)
+        return _latency_pair(tables.get("latency", pd.DataFrame()), claim, durability_class)
     throughput = tables.get("throughput", pd.DataFrame())
     consumers = 1 if claim.metric == "throughput_1" else None
-    return (_throughput_point(throughput, claim.a_variants, consumers),
-            _throughput_point(throughput, claim.b_variants, consumers))
+    return (_throughput_point(throughput, claim.a_designs, consumers, durability_class),
+            _throughput_point(throughput, claim.b_designs, consumers, durability_class))
 
 
 def verdict(ratio: float | None, low: float, high: float) -> str:
@@ -145,30 +185,57 @@ def verdict(ratio: float | None, low: float, high: float) -> str:
     return "same direction, different size" if (ratio >= 1) == seed_side else "differ (opposite direction)"
 
 
+def judge(claim: SeedClaim, a: Measured | None, b: Measured | None) -> tuple[float | None, str]:
+    """Our A/B ratio and the verdict for a pair measured in one durability class."""
+    if a is None or b is None:
+        return None, "not measured here"
+    if claim.rate and a.rate != claim.rate:
+        # a p99 at another rate is shown for context, but it is not the seed's figure
+        return None, f"not comparable: not offered {claim.rate:,.0f}/s here (ours at {a.rate:,.0f}/s)"
+    shortfalls = [side.shortfall for side in (a, b) if side.shortfall]
+    if shortfalls:
+        # the seed sustained this rate on both sides: one of ours not sustaining it is the finding
+        return None, "differ: " + "; ".join(shortfalls)
+    ratio = a.value / b.value if b.value else None
+    judged = verdict(ratio, *claim.seed_ratio_range())
+    floors = [name for name, side in (("A", a), ("B", b)) if side.lower_bound]
+    return ratio, judged + (f" (ours {' and '.join(floors)}: a lower bound)" if floors else "")
+
+
 def _range_text(low: float, high: float) -> str:
     return f"{low:.2f}×" if abs(high - low) < 0.005 else f"{low:.2f}–{high:.2f}×"
 
 
 def comparison_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per seed headline figure: the seed's A/B ratio, ours (computed), and the verdict."""
+    """Per seed headline figure and durability class measured on both sides: the seed's A/B ratio,
+    ours (computed), and the verdict. A figure with no class measured on both sides gets one row
+    that says so, each side shown with its class and the ratio as context, never a verdict."""
     rows = []
     for claim in CLAIMS:
-        low, high = claim.seed_ratio_range()
-        ours_a, ours_b = measured_pair(claim, tables)
-        ratio = ours_a.value / ours_b.value if ours_a and ours_b and ours_b.value else None
-        judged = verdict(ratio, low, high)
-        if claim.rate and ours_a and ours_a.rate != claim.rate:
-            # a p99 at another rate is shown for context, but it is not the seed's figure
-            judged = (f"not comparable: no rate near {claim.rate:,.0f}/s that both sustained here "
-                      f"(ours at {ours_a.rate:,.0f}/s)")
-        unit = "jobs/s" if claim.metric.startswith("throughput") else "ms p99"
-        rows.append({"source": claim.source, "figure": claim.what, "A / B": f"{claim.a_label} / {claim.b_label}",
-                     "seed A": _seed_text(claim.seed_a, unit), "seed B": _seed_text(claim.seed_b, unit),
-                     "seed ratio A/B": _range_text(low, high),
-                     "ours A": _ours_text(ours_a, unit), "ours B": _ours_text(ours_b, unit),
-                     "our ratio A/B": None if ratio is None else round(ratio, 2),
-                     "verdict": judged})
+        pairs = [(name, *measured_pair(claim, tables, name)) for name in CLASSES]
+        matched = [(name, a, b) for name, a, b in pairs if a and b]
+        for name, a, b in matched or [(None, *measured_pair(claim, tables))]:
+            rows.append(_comparison_row(claim, name, a, b))
     return pd.DataFrame(rows)
+
+
+def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured | None,
+                    b: Measured | None) -> dict:
+    ratio, judged = judge(claim, a, b)
+    if durability_class is None and a and b:
+        # different promises: the ratio is shown as context (it is what the seed's pairing gives
+        # here), never judged
+        ratio = a.value / b.value if b.value else None
+        judged = (f"not compared: no durability class measured on both sides (A {label(a.durability_class)}, "
+                  f"B {label(b.durability_class)}); the ratio is context only")
+    low, high = claim.seed_ratio_range()
+    unit = "jobs/s" if claim.metric.startswith("throughput") else "ms p99"
+    return {"source": claim.source, "figure": claim.what,
+            "durability class (ours, both sides)": label(durability_class) if durability_class else "—",
+            "A / B": f"{claim.a_label} / {claim.b_label}", "seed durability": claim.seed_durability,
+            "seed A": _seed_text(claim.seed_a, unit), "seed B": _seed_text(claim.seed_b, unit),
+            "seed ratio A/B": _range_text(low, high), "ours A": _ours_text(a, unit), "ours B": _ours_text(b, unit),
+            "our ratio A/B": None if ratio is None else round(ratio, 2), "verdict": judged}
 
 
 def _seed_text(value: tuple[float, float], unit: str) -> str:
@@ -181,4 +248,5 @@ def _ours_text(point: Measured | None, unit: str) -> str:
         return "no usable point (not run, or every point was blanked)"
     note = f" ({point.note})" if point.note else ""
     value = f"{point.value:,.0f}" if unit == "jobs/s" else f"{point.value:.2f}"
-    return f"{value} {unit} — {point.variant}{note}"
+    floor = "≥ " if point.lower_bound else ""
+    return f"{floor}{value} {unit} — {point.variant} [{label(point.durability_class)}]{note}"

@@ -66,13 +66,14 @@ def test_report_html_is_self_contained_with_tables_and_figures(report: dict[str,
     assert "<link" not in page and "<script" not in page
 
 
-def test_seed_ratios_are_computed_where_the_pair_was_measured(report: dict[str, Path]):
+def test_seed_ratios_are_judged_only_within_a_durability_class(report: dict[str, Path]):
     table = pd.read_csv(report["tables_dir"] / "report-seed-comparison.csv")
     delete_vs_redis = table[table["A / B"].str.startswith("Postgres delete-mode")].iloc[0]
-    assert delete_vs_redis["our ratio A/B"] > 0  # the test profile runs pg_delete and redis
-    assert delete_vs_redis["verdict"] in {"agree", "same direction, different size", "differ (opposite direction)"}
-    two_phase = table[table["A / B"].str.startswith("Postgres SKIP LOCKED two-phase")].iloc[0]
-    assert pd.isna(two_phase["our ratio A/B"]) and two_phase["verdict"] == "not measured here"
+    # the seed's Redis was pipelined; the test profile runs only unpipelined Redis
+    assert pd.isna(delete_vs_redis["our ratio A/B"]) and delete_vs_redis["verdict"] == "not measured here"
+    # SQLite synchronous=NORMAL (periodic) vs pg_delete (per commit): shown, never judged
+    sqlite = table[table["figure"] == "queue p99 end-to-end at 1k msg/s"].iloc[0]
+    assert sqlite["our ratio A/B"] > 0 and sqlite["verdict"].startswith("not compared")
 
 
 def chromium_screenshot(page: Path, shot: Path) -> None:

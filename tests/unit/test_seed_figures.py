@@ -1,43 +1,111 @@
-"""Our side of a seed comparison: medians over repetitions, flags carried, the matched rate named."""
+"""Our side of a seed comparison: within one durability class, medians over repetitions, flags
+carried, the seed's rate used, and a rate we could not sustain reported as a finding."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from pglimits_core.analysis.queue_durability import label
 from pglimits_core.analysis.seed_figures import CLAIMS, comparison_table, measured_pair
 
+PER_COMMIT = label("per_commit")
+
 SQLITE_VS_PGMQ_AT_1K = next(c for c in CLAIMS if c.what == "queue p99 end-to-end at 1k msg/s")
+SQLITE_VS_PGMQ_AT_5K = next(c for c in CLAIMS if c.what == "queue p99 end-to-end at 5k msg/s")
+SQLITE_FULL, SQLITE_NORMAL = "sqlite_wal batch=1 synchronous=full", "sqlite_wal batch=1"
+CLASSES = {SQLITE_FULL: "per_commit", SQLITE_NORMAL: "periodic", "pgmq batch=1": "per_commit",
+           "pgmq batch=1 synchronous_commit=off": "periodic", "pg_delete batch=1": "per_commit",
+           "pg_skiplocked batch=1": "per_commit", "redis_reliable batch=1": "none",
+           "redis_reliable batch=10 pipeline=10": "none",
+           "redis_reliable appendfsync=always batch=10 pipeline=10": "per_commit"}
 
 
-def latency_rows(variant: str, rate: float, p99s: list[float], sustained: bool = True,
+def latency_rows(variant: str, rate: float, p99s: list[float], sustained: bool | list[bool] = True,
                  client_bound: list[bool] | None = None) -> list[dict]:
     bound = client_bound or [False] * len(p99s)
-    return [{"variant": variant, "offered_per_s": rate, "e2e_p99_ms": p99, "sustained": sustained,
-             "client_bound": cb} for p99, cb in zip(p99s, bound, strict=True)]
+    kept = sustained if isinstance(sustained, list) else [sustained] * len(p99s)
+    return [{"variant": variant, "durability_class": CLASSES[variant], "offered_per_s": rate, "e2e_p99_ms": p99,
+             "sustained": ok, "client_bound": cb} for p99, ok, cb in zip(p99s, kept, bound, strict=True)]
+
+
+def throughput_rows(variant: str, consumers: int, jobs_per_s: float, lower_bound: bool = False) -> dict:
+    return {"variant": variant, "durability_class": CLASSES[variant], "consumers": consumers,
+            "jobs_per_s": jobs_per_s, "client_bound": False, "lower_bound": lower_bound,
+            "lower_bound_why": "backlog ran out" if lower_bound else ""}
+
+
+def by_figure(table: pd.DataFrame) -> pd.DataFrame:
+    return comparison_table({"latency": table}).set_index("figure")
 
 
 def test_latency_side_is_the_median_of_the_repetitions_not_the_first_run():
-    table = pd.DataFrame(latency_rows("sqlite_wal batch=1", 1000.0, [1.0, 1.2, 1.1])
+    table = pd.DataFrame(latency_rows(SQLITE_FULL, 1000.0, [1.0, 1.2, 1.1])
                          + latency_rows("pgmq batch=1", 1000.0, [17.4, 5.2, 4.8], client_bound=[True, False, False]))
-    sqlite, pgmq = measured_pair(SQLITE_VS_PGMQ_AT_1K, {"latency": table})
+    sqlite, pgmq = measured_pair(SQLITE_VS_PGMQ_AT_1K, {"latency": table}, "per_commit")
     assert sqlite.value == 1.1 and pgmq.value == 5.2
     assert "median of 3" in pgmq.note and "client-bound" in pgmq.note  # any repetition's flag travels
 
 
-def test_the_rate_both_sustained_wins_over_a_nearer_one():
-    table = pd.DataFrame(latency_rows("sqlite_wal batch=1", 1000.0, [1.0]) + latency_rows("pgmq batch=1", 1000.0, [3.0])
-                         + latency_rows("sqlite_wal batch=1", 1500.0, [2.0])
-                         + latency_rows("pgmq batch=1", 1500.0, [90.0], sustained=False))
-    claim = next(c for c in CLAIMS if c.what == "queue p99 end-to-end at 5k msg/s")
-    sqlite, pgmq = measured_pair(claim, {"latency": table})
-    assert (sqlite.value, pgmq.value) == (1.0, 3.0) and "at 1,000/s" in pgmq.note
+def test_sqlite_is_compared_with_postgres_at_matched_per_commit_durability():
+    table = pd.DataFrame(latency_rows(SQLITE_NORMAL, 1000.0, [0.5]) + latency_rows(SQLITE_FULL, 1000.0, [1.0])
+                         + latency_rows("pgmq batch=1", 1000.0, [5.0]))
+    row = by_figure(table).loc["queue p99 end-to-end at 1k msg/s"]
+    assert row["durability class (ours, both sides)"] == PER_COMMIT
+    assert SQLITE_FULL in row["ours A"] and row["our ratio A/B"] == 0.2  # not NORMAL's 0.1
+    assert "synchronous=NORMAL" in row["seed durability"]  # what the seed compared, said beside it
 
 
-def test_a_latency_claim_measured_only_at_another_rate_gets_no_verdict():
-    table = pd.DataFrame(latency_rows("sqlite_wal batch=1", 1000.0, [1.0]) + latency_rows("pgmq batch=1", 1000.0, [5.0])
-                         + latency_rows("sqlite_wal batch=1", 5000.0, [2.0])
-                         + latency_rows("pgmq batch=1", 5000.0, [900.0], sustained=False))
-    rows = comparison_table({"latency": table}).set_index("figure")
+def test_one_row_per_class_measured_on_both_sides():
+    table = pd.DataFrame(latency_rows(SQLITE_NORMAL, 1000.0, [0.5]) + latency_rows(SQLITE_FULL, 1000.0, [1.0])
+                         + latency_rows("pgmq batch=1", 1000.0, [5.0])
+                         + latency_rows("pgmq batch=1 synchronous_commit=off", 1000.0, [2.5]))
+    rows = comparison_table({"latency": table})
+    at_1k = rows[rows.figure == "queue p99 end-to-end at 1k msg/s"]
+    assert list(at_1k["durability class (ours, both sides)"]) == [PER_COMMIT, label("periodic")]
+    assert list(at_1k["our ratio A/B"]) == [0.2, 0.2]
+
+
+def test_a_pair_in_different_classes_is_not_judged():
+    table = pd.DataFrame([throughput_rows("pg_delete batch=1", 8, 5600.0),
+                          throughput_rows("redis_reliable batch=10 pipeline=10", 4, 51_000.0)])
+    row = comparison_table({"throughput": table}).set_index("A / B").loc[
+        "Postgres delete-mode / Redis reliable queue (pipelined)"]
+    assert row["verdict"].startswith("not compared") and "context only" in row["verdict"]
+    assert PER_COMMIT in row["verdict"] and label("none") in row["verdict"]
+    assert row["durability class (ours, both sides)"] == "—" and row["our ratio A/B"] == 0.11
+
+
+def test_the_redis_side_is_the_pipelined_variant_like_the_seeds():
+    table = pd.DataFrame([throughput_rows("pg_delete batch=1", 8, 6000.0),
+                          throughput_rows("redis_reliable batch=1", 8, 15_000.0),  # unpipelined: not the seed's
+                          throughput_rows("redis_reliable appendfsync=always batch=10 pipeline=10", 4, 3000.0)])
+    row = comparison_table({"throughput": table}).set_index("A / B").loc[
+        "Postgres delete-mode / Redis reliable queue (pipelined)"]
+    assert "pipeline=10" in row["ours B"] and row["our ratio A/B"] == 2.0
+    assert row["durability class (ours, both sides)"] == PER_COMMIT
+
+
+def test_a_rate_one_system_did_not_sustain_is_a_finding_not_incomparable():
+    table = pd.DataFrame(latency_rows(SQLITE_FULL, 1000.0, [1.0]) + latency_rows("pgmq batch=1", 1000.0, [5.0])
+                         + latency_rows(SQLITE_FULL, 5000.0, [2.0, 2.1, 2.2])
+                         + latency_rows("pgmq batch=1", 5000.0, [900.0, 3.0, 950.0], sustained=[False, True, False]))
+    row = by_figure(table).loc["queue p99 end-to-end at 5k msg/s"]
+    assert row["verdict"] == "differ: pgmq batch=1 did not sustain 5,000/s here (2 of 3 runs)"
+    assert pd.isna(row["our ratio A/B"])  # a p99 at a rate not kept up with is no latency
+    assert "at 5,000/s" in row["ours B"] and "not sustained in 2 of 3 runs" in row["ours B"]
+
+
+def test_a_latency_claim_measured_only_at_another_rate_is_context_without_a_verdict():
+    table = pd.DataFrame(latency_rows(SQLITE_FULL, 1000.0, [1.0]) + latency_rows("pgmq batch=1", 1000.0, [5.0]))
+    rows = by_figure(table)
     assert rows.loc["queue p99 end-to-end at 1k msg/s", "verdict"] == "agree"  # 0.20x vs 0.18x
     at_5k = rows.loc["queue p99 end-to-end at 5k msg/s", "verdict"]
     assert at_5k.startswith("not comparable") and "5,000/s" in at_5k and "ours at 1,000/s" in at_5k
+
+
+def test_a_lower_bound_travels_into_the_verdict():
+    table = pd.DataFrame([throughput_rows(SQLITE_FULL, 1, 4000.0, lower_bound=True),
+                          throughput_rows("pgmq batch=1", 1, 2000.0)])
+    row = comparison_table({"throughput": table}).set_index("figure").loc["queue throughput at 1 consumer"]
+    assert row["ours A"].startswith("≥ 4,000 jobs/s") and "lower bound: backlog ran out" in row["ours A"]
+    assert row["verdict"] == "agree (ours A: a lower bound)"

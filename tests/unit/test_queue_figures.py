@@ -1,0 +1,49 @@
+"""Queue charts from synthetic tables: one panel per durability class, lower bounds drawn, every
+figure written through save_figure (PNG + SVG)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from pglimits_core.analysis.queue_durability import label
+from pglimits_core.plotting.figures import ENGINE_COLOURS, consumer_sweep_chart, save_queue_figures
+
+
+def sweep_table() -> pd.DataFrame:
+    rows = []
+    for variant, cls, rate in (("pgmq batch=1", "per_commit", 2000.0), ("sqlite_wal batch=1", "periodic", 9000.0),
+                               ("redis_reliable batch=1", "none", 15000.0)):
+        for consumers, floor in ((1, False), (4, True)):
+            rows.append({"variant": variant, "durability_class": cls, "consumers": consumers,
+                         "jobs_per_s": rate * consumers, "min_jobs_per_s": rate, "max_jobs_per_s": rate * 5,
+                         "client_bound": None if variant.startswith("sqlite") else floor, "lower_bound": floor})
+    return pd.DataFrame(rows)
+
+
+def test_the_sweep_has_one_panel_per_class_in_reading_order():
+    figure = consumer_sweep_chart(sweep_table())
+    titles = [ax.get_title() for ax in figure.axes]
+    assert len(titles) == 3
+    assert [t.splitlines()[-1] for t in titles] == [f"durability class: {label(name)}"
+                                                   for name in ("per_commit", "periodic", "none")]
+    colours = {line.get_color() for line in figure.axes[1].get_lines()}
+    assert ENGINE_COLOURS["sqlite_wal"] in colours  # engine colours stay fixed inside a panel
+    plt.close(figure)
+
+
+def test_every_queue_figure_is_saved_as_png_and_svg(tmp_path: Path):
+    latency = pd.DataFrame({"variant": ["pgmq batch=1", "redis_reliable batch=1"],
+                            "durability_class": ["per_commit", "none"], "offered_per_s": [1000.0, 1000.0],
+                            "e2e_p99_ms": [3.0, 1.0], "e2e_p50_ms": [1.0, 0.5], "sustained": [True, False]})
+    cliff = pd.DataFrame({"variant": ["pgmq batch=1"] * 2, "durability_class": ["per_commit"] * 2,
+                          "offered_per_s": [2000.0, 3000.0], "consumed_per_s": [2000.0, 2400.0],
+                          "failed": ["", "achieved 80 %"]})
+    paths = save_queue_figures({"throughput": sweep_table(), "steady": sweep_table(), "latency": latency,
+                                "cliff_points": cliff, "dead_tuples": pd.DataFrame()}, tmp_path)
+    names = {p.name for p in paths}
+    for stem in ("queue-consumer-sweep", "queue-steady-state", "queue-latency", "queue-cliff"):
+        assert {f"{stem}.png", f"{stem}.svg"} <= names
+    assert "queue-dead-tuples.png" not in names  # no data, no chart
