@@ -127,9 +127,12 @@ def planned_points(profile: str) -> set[tuple[str, str]]:
 
     queue = load_profile(profile).queue
     labels = [variant(**spec).label for spec in queue.variants]
-    planned = {(label, exp) for label in labels for exp in ("throughput", "latency")}
-    if queue.cliff:
-        planned |= {(label, "cliff") for label in labels if not queue.cliff.variants or label in queue.cliff.variants}
+    sections = {"throughput": queue.throughput, "steady": queue.steady, "latency": queue.latency,
+                "cliff": queue.cliff}
+    planned = {(label, experiment) for experiment, section in sections.items() if section
+               for label in labels if section.includes(label)}
+    if queue.recovery:  # a drill may name a variant the sweeps do not run (SQLite OFF)
+        planned |= {(label, "recovery") for label in queue.recovery.variants}
     return planned
 
 

@@ -61,3 +61,16 @@ def test_bad_dataset_entries_name_the_key(tmp_path, monkeypatch, block, named):
     with pytest.raises(PGLimitsError, match=named) as caught:
         profiles.load_profile("bad")
     assert "bad.yaml" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_report_plans_every_experiment_the_study_runs_and_only_those():
+    """"What could not be run" lists planned points with no record: steady states and crash
+    drills are planned too, and a variant limited to some experiments is not missing from others."""
+    from pglimits_core.analysis.report import planned_points
+
+    planned = planned_points("quick")
+    assert ("pg_delete batch=1", "steady") in planned
+    assert ("pgmq batch=1", "steady") not in planned  # quick limits steady to three variants
+    assert ("sqlite_wal batch=1 synchronous=off", "recovery") in planned
+    assert ("sqlite_wal batch=1 synchronous=off", "throughput") not in planned
+    assert ("pg_delete batch=1", "cliff") in planned and ("pgmq batch=1", "cliff") not in planned
