@@ -212,7 +212,7 @@ REFERENCE_CAPTIONS = {
 def _seed_paragraphs() -> list[str]:
     return ["The source documents ran on other hardware, so their absolute numbers are not comparable; "
             "the <i>ratio</i> between two systems measured on the same box is. Seed figures are quoted from "
-            "<code>seeds/</code>; ours are computed from the tables above, <b>both sides from one durability "
+            "<code>docs/SOURCES.md</code>; ours are computed from the tables above, <b>both sides from one durability "
             "class</b> (one row per class measured on both sides; e.g. SQLite <code>synchronous=FULL</code> "
             "vs Postgres <code>synchronous_commit=on</code> at per-commit durability). The seed's own "
             "durability is quoted beside it. Verdict: <b>agree</b> when our ratio lies within the seed's "

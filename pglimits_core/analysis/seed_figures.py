@@ -2,7 +2,7 @@
 
 The hardware differs (the seeds ran on 7-vCPU and Hetzner AX-52 boxes; this study may run on
 2 shared cores), so absolute numbers are not comparable; the ratio between two systems measured
-on the same box is. Seed numbers below are quoted from ``seeds/``; our side is always computed
+on the same box is. Seed numbers below are quoted from the source documents (``docs/SOURCES.md``); our side is always computed
 from the queue tables (which come from run records only), never typed.
 
 Both sides of a ratio come from one durability class (fsync per commit / periodic / none), so a
