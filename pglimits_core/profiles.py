@@ -76,6 +76,22 @@ class RecoveryDrill(ForVariants):
     drills: PositiveInt = 1
 
 
+class ConsumerCrashDrill(ForVariants):
+    """Consumer-crash drill (``studies.queue_consumer_crash``): ``consumers`` burn down
+    ``prefill`` messages with the design's reaper running every ``visibility_timeout_s``/2;
+    consumer 0 SIGKILLs itself holding a claimed batch after ``kill_after_acks`` acknowledged
+    batches (a deterministic moment); ``duration_s`` must leave the reaper time to bring the
+    claims back (> time to the kill + the visibility timeout)."""
+
+    consumers: PositiveInt = 4
+    prefill: PositiveInt = 20000
+    kill_after_acks: PositiveInt = 200
+    visibility_timeout_s: PositiveInt = 2  # pgmq's vt_s is whole seconds
+    duration_s: PositiveFloat = 8
+    #: drills per variant, each its own run record
+    drills: PositiveInt = 1
+
+
 class QueueProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
@@ -83,6 +99,7 @@ class QueueProfile(Strict):
     steady: SteadySweep | None = None
     latency: LatencySweep
     cliff: CliffSearch | None = None
+    consumer_crash: ConsumerCrashDrill | None = None
     recovery: RecoveryDrill | None = None
 
 

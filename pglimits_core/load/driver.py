@@ -5,7 +5,9 @@ connection, publishes a common start time (``time.monotonic_ns()`` + a short lea
 collects each worker's ``WorkerResult``. It never waits on a dead worker: a process that
 exits without reporting, or reports nothing by the deadline (schedule + drain +
 ``finish_timeout_s``), is terminated and reported as failed with the reason. One failure sets
-the stop flag so the others wind down early. On Ctrl-C or any exception every live worker is
+the stop flag so the others wind down early — except a worker of a role that ``may_die`` (a
+consumer-crash drill kills one on purpose) that exits without reporting: it is reported as
+"died" and the others keep running. On Ctrl-C or any exception every live worker is
 terminated (then killed) before the exception propagates.
 """
 
@@ -64,15 +66,17 @@ def _exit_reason(process: mp.process.BaseProcess) -> str:
 class Collector:
     """Reads the result queue and watches the processes; the parent's only waiting place."""
 
-    def __init__(self, processes: dict, control: SharedControl):
-        self.processes, self.control = processes, control
+    def __init__(self, processes: dict, control: SharedControl, may_die: frozenset = frozenset()):
+        self.processes, self.control, self.may_die = processes, control, may_die
         self.ready: set = set()
         self.results: dict[tuple[str, int], WorkerResult] = {}
         self.lost: dict[tuple[str, int], str] = {}
+        self.died: dict[tuple[str, int], str] = {}  # expected deaths (``Role.may_die``)
         self.dead_since: dict[tuple[str, int], float] = {}
 
     def pending(self) -> list:
-        return [k for k in self.processes if k not in self.results and k not in self.lost]
+        return [k for k in self.processes
+                if k not in self.results and k not in self.lost and k not in self.died]
 
     def wait(self, done, deadline: float) -> bool:
         """Collect until ``done()`` or ``deadline`` (time.monotonic); True if done in time."""
@@ -100,12 +104,17 @@ class Collector:
         for key in self.pending():
             if self.processes[key].exitcode is None:
                 continue
-            if now - self.dead_since.setdefault(key, now) > EXIT_GRACE_S:
-                self.lost[key] = _exit_reason(self.processes[key])
-                self.control.stop.value = 1
+            if now - self.dead_since.setdefault(key, now) <= EXIT_GRACE_S:
+                continue
+            if key[0] in self.may_die:
+                self.died[key] = _exit_reason(self.processes[key])
+                continue
+            self.lost[key] = _exit_reason(self.processes[key])
+            self.control.stop.value = 1
 
     def all_ready_or_gone(self) -> bool:
-        return all(k in self.ready or k in self.results or k in self.lost for k in self.processes)
+        return all(k in self.ready or k in self.results or k in self.lost or k in self.died
+                   for k in self.processes)
 
     def mark_unfinished(self, reason: str) -> None:
         for key in self.pending():
@@ -128,7 +137,9 @@ def _statuses(collector: Collector) -> list[WorkerStatus]:
     statuses = []
     for key in collector.processes:
         result = collector.results.get(key)
-        if result is None:
+        if key in collector.died:
+            statuses.append(WorkerStatus(*key, "died", collector.died[key]))
+        elif result is None:
             statuses.append(WorkerStatus(*key, "failed", collector.lost.get(key, "no report")))
         else:
             statuses.append(WorkerStatus(*key, result.status, result.error, result.ended_by))
@@ -161,7 +172,7 @@ def run_load(spec: RunSpec) -> RunResult:
     processes = {plan.key: context.Process(target=worker_main, name=f"pglimits-{plan.key}",
                                            args=(plan, control, go_timeout_s), daemon=True)
                  for plan in _plans(spec)}
-    collector = Collector(processes, control)
+    collector = Collector(processes, control, frozenset(r.name for r in spec.roles if r.may_die))
     started: list[int] = []
     try:
         for process in processes.values():

@@ -66,6 +66,9 @@ class Role:
     max_ops: int = DEFAULT_MAX_OPS
     max_errors: int = 0  # op exceptions one worker tolerates before it fails
     active_phases: tuple[str, ...] = ()  # empty: active in every phase
+    #: a worker of this role killed mid-run (a crash drill kills one on purpose) is reported as
+    #: "died" and does not stop the others or fail the run
+    may_die: bool = False
 
     def ops_share(self, index: int) -> int:
         """This worker's part of ``max_ops`` (shares differ by at most one)."""
@@ -107,6 +110,7 @@ def _describe_role(role: Role) -> dict[str, Any]:
     return {"name": role.name, "op": role.operation.name, "workers": role.workers,
             "loop": vars(role.loop), "max_ops": role.max_ops, "max_errors": role.max_errors,
             "active_phases": list(role.active_phases),
+            **({"may_die": True} if role.may_die else {}),  # only when set: older records compare equal
             "operation": repr(role.operation)[:300]}
 
 

@@ -45,7 +45,7 @@ class RoleInfo:
 class WorkerStatus:
     role: str
     worker: int
-    status: str  # "ok" | "failed"
+    status: str  # "ok" | "failed" | "died" (killed on purpose, ``Role.may_die``: not a failure)
     error: str | None = None
     ended_by: str = ""  # "duration" | "max_ops" | "stop"; "" when the worker never reported
 
@@ -104,7 +104,7 @@ def merge_worker_results(
     """Merge the workers' records; the run failed if any worker did (reasons joined)."""
     from pglimits_core.record.timeseries import timeseries_frame  # pandas: parent only
 
-    failures = [f"{s.role}[{s.worker}]: {s.error}" for s in statuses if s.status != "ok"]
+    failures = [f"{s.role}[{s.worker}]: {s.error}" for s in statuses if s.status not in ("ok", "died")]
     samples: dict[str, dict[str, str]] = defaultdict(dict)
     for result in results:
         for name, message in result.error_samples.items():

@@ -117,11 +117,19 @@ def read_worker_stats(ledger: Path) -> dict[str, float]:
 
 
 def read_ledger(ledger: Path, op_name: str) -> list[str]:
-    ids = []
+    """Every id the workers of ``op_name`` recorded (``queue_ops``: one line per batch)."""
+    return [i for _, ids in read_ledger_batches(ledger, op_name) for i in ids]
+
+
+def read_ledger_batches(ledger: Path, op_name: str) -> list[tuple[int, list[str]]]:
+    """``(wall-clock ns, ids)`` per recorded batch; a line cut short by a kill is skipped (its
+    batch is then "in doubt", as one the worker never wrote)."""
+    batches = []
     for path in sorted(ledger.glob(f"{op_name}-*.ids")):
-        text = path.read_text()
-        ids += text.split("\n") if text else []
-    return ids
+        for line in path.read_text().split("\n")[:-1]:  # the text after the last newline is cut
+            stamp, *ids = line.split(" ")
+            batches.append((int(stamp), ids))
+    return batches
 
 
 # --- experiments ----------------------------------------------------------------------------
@@ -129,8 +137,17 @@ def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
     return [Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)]
 
 
+def exactly_once(adapter, ledger: Path, produced: list[str]) -> dict[str, Any]:
+    """The sweeps' judgement: drain what is left, account every id."""
+    drained, emptied = drain(adapter)
+    return account(produced + read_ledger(ledger, "enqueue"), read_ledger(ledger, "consume"),
+                   drained, emptied)
+
+
 def _run_point(ctx: Context, v: QueueVariant, experiment: str, roles_for, phases, params: dict,
-               prefill_count: int, seed: int) -> RecordedRun:
+               prefill_count: int, seed: int, judge=exactly_once) -> RecordedRun:
+    """One recorded load run on a fresh, prefilled, settled queue; ``judge(adapter, ledger,
+    produced) -> dict`` accounts for it afterwards (into the manifest's ``params.outcome``)."""
     ledger = Path(tempfile.mkdtemp(prefix="ledger-", dir=_scratch()))
     spec = RunSpec(phases=phases, roles=roles_for(str(ledger)), seed=seed, start_method="fork")
     params = {"experiment": experiment, "variant": v.label, "options": v.options,
@@ -146,11 +163,8 @@ def _run_point(ctx: Context, v: QueueVariant, experiment: str, roles_for, phases
         start_state = adapter.settle()  # every point starts from the same state (see settle())
 
         def after(_result) -> dict[str, Any]:
-            drained, emptied = drain(adapter)
-            totals = account(produced + read_ledger(ledger, "enqueue"),
-                             read_ledger(ledger, "consume"), drained, emptied)
-            return {**totals, "adapter": adapter.describe(), "worker_stats": read_worker_stats(ledger),
-                    "start_state": start_state}
+            return {**judge(adapter, ledger, produced), "adapter": adapter.describe(),
+                    "worker_stats": read_worker_stats(ledger), "start_state": start_state}
 
         return run_recorded(ctx, STUDY, v.system, name, v.server, spec,
                             params, tables=adapter.describe().get("tables"), after=after)

@@ -1,7 +1,8 @@
 """The queue study as a profile describes it: plan every point, run them, keep the failures.
 
 ``run_profile`` is what the notebook calls: servers up (or attached), context, every
-experiment of the profile, crash drills last (they kill servers), servers down.
+experiment of the profile, the consumer-crash drills after the sweeps, server crash drills last
+(they kill servers), servers down.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pglimits_core.studies.queue import (
     throughput_point,
     variant,
 )
+from pglimits_core.studies.queue_consumer_crash import EXPERIMENT as CONSUMER_CRASH
+from pglimits_core.studies.queue_consumer_crash import consumer_crash_point
 from pglimits_core.studies.runner import Context
 
 
@@ -67,7 +70,19 @@ def _planned_points(profile: Any, variants: list[QueueVariant]) -> list[tuple[st
                                                    consumers=cl.consumers, probe_s=cl.probe_s,
                                                    p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes,
                                                    repeats=cl.repeats)))
-    return points
+    return points + _consumer_crash_points(profile.consumer_crash, variants)
+
+
+def _consumer_crash_points(drill: Any, variants: list[QueueVariant]) -> list[tuple[str, str, Any]]:
+    """After the sweeps (whose records it must not disturb), before the server crash drills."""
+    if drill is None:
+        return []
+    return [(CONSUMER_CRASH, v.label, _bind(consumer_crash_point, v, consumers=drill.consumers,
+                                            prefill_count=drill.prefill,
+                                            kill_after_acks=drill.kill_after_acks,
+                                            visibility_timeout_s=drill.visibility_timeout_s,
+                                            duration_s=drill.duration_s))
+            for _ in range(drill.drills) for v in variants if drill.includes(v.label)]
 
 
 def _bind(function, v: QueueVariant, **kwargs: Any):

@@ -47,6 +47,12 @@ class QueueAdapter(abc.ABC):
     durability_default: str = ""
     #: read-back setting -> what it promises (every value the option accepts must be a key)
     promises: dict[str, Promise] = {}
+    #: what a consumer crash costs: "at-least-once" (its claims come back) or "at-most-once"
+    delivery_guarantee: str = "at-least-once"
+    #: how a dead consumer's claims come back, as the design's users run it (said in records)
+    recovery: str = "reap(): claims older than the visibility timeout are requeued"
+    #: the variant option that sets the system's own visibility timeout (seconds), if any
+    visibility_option: str | None = None
 
     def __init__(self, url: str, **options: Any):
         self.url = url
@@ -105,6 +111,13 @@ class QueueAdapter(abc.ABC):
     @abc.abstractmethod
     def nack(self, ids: list[Any], delay_s: float | None = None) -> None:
         """Release claimed messages; visible again after ``delay_s`` (None = the system's policy)."""
+
+    def reap(self, older_than_s: float) -> int:
+        """Requeue what dead consumers left claimed for longer than ``older_than_s`` (the
+        visibility timeout); how many came back. Run periodically by the design's users (a cron
+        job, a reaper thread); in this study only by the consumer-crash drill and its drain, so
+        no throughput or latency point pays for it. Default: nothing to reap."""
+        return 0
 
     @abc.abstractmethod
     def depth(self) -> int:

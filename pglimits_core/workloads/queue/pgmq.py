@@ -33,6 +33,8 @@ class PgmqQueue(PostgresQueueBase):
     """The pgmq API; ``mode`` = ``delete`` (default) or ``archive`` decides what ack does."""
 
     system = "pgmq"
+    recovery = "pgmq's visibility timeout (vt_s): an unacked read reappears by itself; no reaper"
+    visibility_option = "vt_s"
 
     def __init__(self, url: str, **options: Any):
         super().__init__(url, **options)
@@ -72,6 +74,11 @@ class PgmqQueue(PostgresQueueBase):
             delay = DEFAULT_NACK_DELAY_S if delay_s is None else float(delay_s)
             self.rows(SET_VT_SQL, (self.queue, list(ids), delay))
 
+    def reap(self, older_than_s: float) -> int:
+        """A no-op: pgmq's read hid the message for ``vt_s``; it is visible again after that
+        without any reaper (``older_than_s`` is the drill's vt and must equal ``vt_s``)."""
+        return 0
+
     def depth(self) -> int:
         return self.rows(DEPTH_SQL, (self.queue,))[0][0]
 
@@ -79,9 +86,10 @@ class PgmqQueue(PostgresQueueBase):
         version = self.rows("SELECT extversion FROM pg_extension WHERE extname = 'pgmq'")
         return self.base_description(
             variant=f"pgmq-{self.mode}", queue=self.queue,
-            tables=[f"q_{self.queue}", f"a_{self.queue}"],  # relnames in schema pgmq (samplers) visibility_timeout_s=self.vt_s,
+            tables=[f"q_{self.queue}", f"a_{self.queue}"],  # relnames in schema pgmq (samplers)
             pgmq_version=version[0][0] if version else None,
             delivery=f"at-least-once (read hides for vt={self.vt_s}s; ack = pgmq.{self.mode})",
+            visibility_timeout_s=self.vt_s, recovery=self.recovery,
             payload_note="stored as jsonb: claimed payloads are the normalised JSON text",
             sql={"create": CREATE_SQL, "enqueue": SEND_BATCH_SQL, "claim": READ_SQL,
                  "ack": self.ack_sql, "nack": SET_VT_SQL, "depth": DEPTH_SQL})

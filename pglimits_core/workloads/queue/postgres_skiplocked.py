@@ -58,6 +58,12 @@ RETURNING id, payload"""
 REQUEUE_SQL = f"""INSERT INTO {TABLE} (payload, visible_at)
 SELECT unnest(%s::bytea[]), now() + make_interval(secs => %s) RETURNING id"""
 
+# The reaper (the SQLite seed's shape): claims older than the visibility timeout are a dead
+# consumer's; they become claimable again (attempts keeps the count of deliveries).
+REAP_SQL = f"""UPDATE {TABLE}
+SET claimed_at = NULL, claimed_by = NULL
+WHERE claimed_at < now() - make_interval(secs => %s)"""
+
 DEPTH_SQL = f"SELECT count(*) FROM {TABLE}"
 RESET_SQL = f"TRUNCATE {TABLE}"
 
@@ -92,20 +98,26 @@ class SkipLockedQueue(PostgresQueueBase):
         if ids:
             self.run(NACK_SQL, (_delay(delay_s), list(ids)))
 
+    def reap(self, older_than_s: float) -> int:
+        return self.conn.execute(REAP_SQL, (float(older_than_s),), prepare=True).rowcount
+
     def depth(self) -> int:
         return self.rows(DEPTH_SQL)[0][0]
 
     def describe(self) -> dict[str, Any]:
         return self.base_description(
             variant="two-phase", tables=[TABLE], delivery="at-least-once (claim commit, then ack commit)",
+            recovery=self.recovery,
             sql={"schema": SCHEMA_SQL, "enqueue": ENQUEUE_SQL, "claim": CLAIM_SQL,
-                 "ack": ACK_SQL, "nack": NACK_SQL})
+                 "ack": ACK_SQL, "nack": NACK_SQL, "reaper": REAP_SQL})
 
 
 class DeleteModeQueue(SkipLockedQueue):
     """Claim-and-ack in one DELETE ... RETURNING; the same table and enqueue as two-phase."""
 
     system = "pg_delete"
+    delivery_guarantee = "at-most-once"
+    recovery = "none: the claim deleted the jobs, a dead consumer's batch is gone by design"
 
     def open(self) -> None:
         super().open()
@@ -120,6 +132,10 @@ class DeleteModeQueue(SkipLockedQueue):
     def ack(self, ids: list[int]) -> None:
         """Nothing to do: the claim already deleted (and committed) the jobs."""
 
+    def reap(self, older_than_s: float) -> int:
+        """Nothing to reap: no row is ever left claimed."""
+        return 0
+
     def nack(self, ids: list[int], delay_s: float | None = None) -> None:
         payloads = [self._last_claimed.pop(i) for i in ids if i in self._last_claimed]
         if payloads:
@@ -129,6 +145,7 @@ class DeleteModeQueue(SkipLockedQueue):
         return self.base_description(
             variant="delete-mode", tables=[TABLE],
             delivery="at-most-once (claim deletes; a consumer crash loses its jobs)",
+            recovery=self.recovery,
             sql={"schema": SCHEMA_SQL, "enqueue": ENQUEUE_SQL, "claim": DELETE_CLAIM_SQL,
                  "ack": None, "nack": REQUEUE_SQL})
 

@@ -10,6 +10,12 @@ consumer promotes due messages back to the queue with one Lua script (atomic ZRA
 LPUSH + ZREM) at most every ``PROMOTE_EVERY_S`` — a bounded extra command rate, not one per
 claim.
 
+Reaper: a consumer's connection carries its worker id as the client name, so a processing list
+whose owner has no connection left belongs to a dead consumer (a SIGKILLed process's socket is
+closed by its kernel at once); ``reap()`` moves such lists back to the queue with one Lua
+script each and forgets them. It judges liveness by the connection, not by age: a live but hung
+consumer keeps its list (a heartbeat would catch that, at a command per claim).
+
 Persistence is a variant option, ``appendfsync``: ``none`` (the default: no AOF, in memory),
 ``everysec`` or ``always`` (AOF, fsynced every second / before every reply). The variants of a
 study share one server and run one after another, so ``setup()`` sets it every time (CONFIG
@@ -63,12 +69,20 @@ if #due > 0 then
 end
 return #due
 """
+# Oldest claim (the processing list's right end) goes back to the queue's right end: claimed next.
+REAP_SCRIPT = """
+local moved = 0
+while redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT') do moved = moved + 1 end
+redis.call('SREM', KEYS[3], KEYS[1])
+return moved
+"""
 COMMANDS = {"enqueue": "LPUSH queue v1 .. vN",
             "claim": "LMOVE queue processing:<worker> RIGHT LEFT (x n, `pipeline` per round trip)",
             "ack": "LREM processing:<worker> 1 payload (x n, `pipeline` per round trip)",
             "nack": "LREM processing:<worker> 1 payload + ZADD delayed <due> payload; "
                     "promote: EVAL ZRANGEBYSCORE/RPUSH/ZREM",
-            "depth": "LLEN queue + LLEN each processing list + ZCARD delayed"}
+            "depth": "LLEN queue + LLEN each processing list + ZCARD delayed",
+            "reaper": "CLIENT LIST; per processing list without a live owner: EVAL LMOVE* + SREM"}
 
 
 class RedisReliableQueue(QueueAdapter):
@@ -76,6 +90,8 @@ class RedisReliableQueue(QueueAdapter):
     durability_option = "appendfsync"
     durability_default = "none"
     promises = PROMISES
+    recovery = ("reap(): processing lists of consumers whose connection is gone go back to the "
+                "queue (liveness by connection, not age)")
 
     def __init__(self, url: str, **options: Any):
         super().__init__(url, **options)
@@ -87,10 +103,12 @@ class RedisReliableQueue(QueueAdapter):
         self.client: redis.Redis | None = None
 
     def _connect(self) -> None:
-        self.client = redis.Redis.from_url(self.url)
+        # the client name is the owner's liveness for reap(): set once per connection
+        self.client = redis.Redis.from_url(self.url, client_name=self.worker_id)
         self.processing_key = f"{self.key}:processing:{self.worker_id}"
         self.in_flight: dict[str, bytes] = {}
         self._promote = self.client.register_script(PROMOTE_SCRIPT)
+        self._reap = self.client.register_script(REAP_SCRIPT)
         self._next_promote = 0.0
         # Registered so depth() and reset() find this consumer's processing list.
         self.client.sadd(self.consumers_key, self.processing_key)
@@ -142,6 +160,13 @@ class RedisReliableQueue(QueueAdapter):
         self.client.zadd(self.delayed_key, dict.fromkeys(payloads, due))
         self._send([("lrem", (self.processing_key, 1, p)) for p in payloads])
 
+    def reap(self, older_than_s: float) -> int:
+        """Move back the processing lists whose consumer has no connection (``older_than_s``
+        is not used: liveness is the connection, see the module doc); how many messages."""
+        alive = {f"{self.key}:processing:{c['name']}" for c in self.client.client_list() if c.get("name")}
+        dead = [k for k in self.client.smembers(self.consumers_key) if k.decode() not in alive]
+        return sum(self._reap(keys=[k, self.key, self.consumers_key]) for k in dead)
+
     def depth(self) -> int:
         processing = self.client.smembers(self.consumers_key)
         pipe = self.client.pipeline(transaction=False)
@@ -165,6 +190,7 @@ class RedisReliableQueue(QueueAdapter):
             hiredis=self._assert_hiredis(),
             server_settings={**persistence_settings(self.client), **aof_state(self.client)},
             delivery="at-least-once (processing list holds claimed messages until LREM)",
+            recovery=self.recovery,
             commands=COMMANDS)
 
     # --- helpers -----------------------------------------------------------------------

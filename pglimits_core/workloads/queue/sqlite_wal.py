@@ -218,7 +218,7 @@ class SQLiteWalQueue(QueueAdapter):
             sqlite_version=sqlite3.sqlite_version, pragmas=pragmas,
             busy_handler=busy_handling(pragmas["busy_timeout"], self.busy_budget_ms),
             delivery="at-least-once (claimed_by until ack; the reaper frees dead consumers' claims)",
-            backoff=f"{self.backoff_base_s} s * 2^attempts",
+            recovery=self.recovery, backoff=f"{self.backoff_base_s} s * 2^attempts",
             files=[str(p) for p in shard_paths(self.url, self.shards)],
             sql={"schema": SCHEMA_SQL, "enqueue": ENQUEUE_SQL,
                  "claim": CLAIM_SQL if self.batch == 1 else CLAIM_BATCH_SQL,
