@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pglimits_core.analysis import queue_health, queue_recovery
+from pglimits_core.analysis import queue_consumer_crash, queue_health, queue_recovery
 from pglimits_core.analysis.queue_durability import ensure_class, fill_by_variant, sort_by_class
 from pglimits_core.analysis.runs import by_role, entry_rows, load_records
 from pglimits_core.load.ratesearch import PointResult, Slo
@@ -195,6 +195,7 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables["dead_tuples"] = queue_health.dead_tuple_series(frame)
     tables["recovery_drills"] = queue_recovery.recovery_drills(frame)
     tables["recovery"] = queue_recovery.recovery_table(tables["recovery_drills"])
+    tables["consumer_crash"] = queue_consumer_crash.consumer_crash_table(frame)
     return tables
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from pglimits_core.analysis import queue as queue_tables
+from pglimits_core.analysis.queue_consumer_crash import consumer_crash_lines
 from pglimits_core.analysis.queue_durability import UNKNOWN, label, sort_by_class
 from pglimits_core.analysis.queue_recovery import SIGKILL_NOTE
 from pglimits_core.analysis.runs import load_records
@@ -156,6 +157,7 @@ def results_block(profile: str, host: str | None = None) -> str:
              f"report: `{results}/report.html`.", "",
              headline_table(tables).to_markdown(index=False), ""]
     lines += recovery_lines(tables.get("recovery"))
+    lines += consumer_crash_lines(tables.get("consumer_crash"))
     lines += [f"![{name}]({repo_relative(figures_dir)}/{name}.png)" for name in FIGURES
               if (figures_dir / f"{name}.png").exists()]
     return "\n".join([*lines, END])

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from pglimits_core.analysis import queue as queue_tables
+from pglimits_core.analysis.queue_consumer_crash import CONSUMER_CRASH_CAPTION
 from pglimits_core.analysis.runs import load_records
 from pglimits_core.analysis.seed_figures import AGREEMENT_SLACK, comparison_table
 from pglimits_core.plotting import html_report
@@ -128,7 +129,7 @@ def planned_points(profile: str) -> set[tuple[str, str]]:
     queue = load_profile(profile).queue
     labels = [variant(**spec).label for spec in queue.variants]
     sections = {"throughput": queue.throughput, "steady": queue.steady, "latency": queue.latency,
-                "cliff": queue.cliff}
+                "cliff": queue.cliff, "consumer_crash": queue.consumer_crash}
     planned = {(label, experiment) for experiment, section in sections.items() if section
                for label in labels if section.includes(label)}
     if queue.recovery:  # a drill may name a variant the sweeps do not run (SQLite OFF)
@@ -200,7 +201,8 @@ CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down,
             "cliff": "The cliff: highest sustainable rate and the first rate that failed",
             "cliff_points": "Every rate-search probe",
             "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
-                        "cache, so 0 lost does not separate durability classes (an OS crash would)"}
+                        "cache, so 0 lost does not separate durability classes (an OS crash would)",
+            "consumer_crash": CONSUMER_CRASH_CAPTION}
 REFERENCE_CAPTIONS = {
     "resources": "Resources per latency run. Consumers back off 1 ms after each empty claim (an idle poll): "
                  "at low rates most consumer CPU is polling, so CPU µs per message includes it — read it "
