@@ -36,6 +36,7 @@ STUDY = "queue"
 PREFILL_BATCH = 500
 IDLE_SLEEP_S = 0.001  # consumer back-off on an empty queue; the seed's Go loop slept 5 ms
 DRAIN_LIMIT_S = 60.0
+DRAIN_BATCH = 500  # messages per claim in the untimed drain after a point
 
 
 @dataclass(frozen=True)
@@ -89,10 +90,9 @@ def drain(adapter, limit_s: float = DRAIN_LIMIT_S) -> tuple[list[str], bool]:
     """Claim+ack everything left (untimed); returns the ids and whether the queue emptied."""
     ids, deadline = [], time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        messages = adapter.claim(100)
+        messages = adapter.take(DRAIN_BATCH)
         if not messages:
             return ids, adapter.depth() == 0
-        adapter.ack([m.id for m in messages])
         ids += [decode(m.payload)[0] for m in messages]
     return ids, False
 

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from pglimits_core.config import profile_runs_dir
+from pglimits_core.errors import PGLimitsError
 from pglimits_core.studies.queue import (
     STUDY,
     QueueVariant,
@@ -48,7 +49,21 @@ def run_queue_study(ctx: Context, profile: Any, seed: int, progress: bool = True
     return outcome
 
 
+def check_variant_filters(profile: Any, variants: list[QueueVariant]) -> None:
+    """A label in an experiment's ``variants`` filter that names no variant of the profile is a
+    typo that would silently drop points: a one-line error naming it (the crash drill may name
+    variants of its own, e.g. SQLite ``synchronous=off``, so it is not checked here)."""
+    labels = {v.label for v in variants}
+    for section in ("throughput", "steady", "latency", "cliff", "consumer_crash"):
+        unknown = [label for label in getattr(getattr(profile, section, None), "variants", None) or []
+                   if label not in labels]
+        if unknown:
+            raise PGLimitsError(f"queue.{section}.variants names {unknown[0]!r}, which is not a variant of the profile",
+                                f"use one of: {', '.join(sorted(labels))}")
+
+
 def _planned_points(profile: Any, variants: list[QueueVariant]) -> list[tuple[str, str, Any]]:
+    check_variant_filters(profile, variants)
     t, lat, cl, st = profile.throughput, profile.latency, profile.cliff, profile.steady
     points = []
     for _ in range(profile.repetitions):

@@ -74,3 +74,15 @@ def test_the_report_plans_every_experiment_the_study_runs_and_only_those():
     assert ("sqlite_wal batch=1 synchronous=off", "recovery") in planned
     assert ("sqlite_wal batch=1 synchronous=off", "throughput") not in planned
     assert ("pg_delete batch=1", "cliff") in planned and ("pgmq batch=1", "cliff") not in planned
+
+
+def test_an_experiment_filter_naming_no_variant_is_an_error_not_fewer_points():
+    from pglimits_core.errors import PGLimitsError
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.studies.queue import variant
+    from pglimits_core.studies.queue_profile import _planned_points
+
+    queue = load_profile("quick").queue
+    typo = queue.model_copy(update={"latency": queue.latency.model_copy(update={"variants": ["pg_delete batch=2"]})})
+    with pytest.raises(PGLimitsError, match="pg_delete batch=2"):
+        _planned_points(typo, [variant(**spec) for spec in typo.variants])
