@@ -86,7 +86,7 @@ def chromium_screenshot(page: Path, shot: Path) -> None:
     # its own XDG runtime dir: the package may have pointed this process's at a server state dir
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime_dir)}
     done = subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile_dir}", f"--screenshot={shot}",
-                           "--window-size=1280,4000", page.resolve().as_uri()],
+                           "--window-size=1280,9000", page.resolve().as_uri()],
                           capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
 
@@ -98,7 +98,7 @@ def test_report_renders_in_headless_chromium(report: dict[str, Path]):
     chromium_screenshot(report["report_path"], shot)
     assert shot.stat().st_size > 50_000
     pixels = Image.open(shot).convert("RGB")
-    assert pixels.size == (1280, 4000)
+    assert pixels.size == (1280, 9000)
     colours = pixels.getcolors(maxcolors=1 << 20)
     assert len(colours) > 200, "the page rendered (nearly) flat"
     green = sum(n for n, rgb in colours if all(abs(a - b) <= 12 for a, b in zip(rgb, SQLITE_GREEN, strict=True)))
