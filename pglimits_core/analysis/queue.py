@@ -9,8 +9,8 @@ import pandas as pd
 
 from pglimits_core.analysis import queue_consumer_crash, queue_health, queue_recovery
 from pglimits_core.analysis.queue_durability import ensure_class, fill_by_variant, sort_by_class
-from pglimits_core.analysis.runs import by_role, entry_rows, load_records
-from pglimits_core.load.ratesearch import PointResult, Slo
+from pglimits_core.analysis.runs import by_role, entry_rows, load_records, measured
+from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 
 COLUMNS = ("run_id", "experiment", "variant", "durability_class", "role", "consumers")
@@ -33,7 +33,8 @@ def throughput_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.
     that emptied its backlog inside the window, a steady point whose producers never held the
     depth (producer-bound). A point with only such runs is a lower bound (``lower_bound``,
     rendered "≥ x (why)" in ``jobs_per_s_text``), never blanked."""
-    rows = frame[(frame.experiment == experiment) & (frame.role == "consumer")]
+    rows = measured(frame)
+    rows = rows[(rows.experiment == experiment) & (rows.role == "consumer")]
     if rows.empty:
         return pd.DataFrame()
     rows = _lower_bound_runs(ensure_class(rows), frame, experiment)
@@ -107,7 +108,8 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per run at each offered rate: enqueue latency (from the intended start, open loop),
     the claim's own round trip, and end-to-end latency (claim − the message's intended send time,
     so a producer running behind schedule shows up in it)."""
-    rows = frame[frame.experiment == "latency"]
+    rows = measured(frame)
+    rows = rows[rows.experiment == "latency"]
     if rows.empty:
         return pd.DataFrame()
     producer, consumer = by_role(ensure_class(rows))
@@ -130,7 +132,8 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
 def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
     """Every rate-search probe with its verdict under the SLO it was searched with (end-to-end
     latency from the intended send time)."""
-    rows = frame[frame.experiment == "cliff"]
+    rows = measured(frame)
+    rows = rows[rows.experiment == "cliff"]
     if rows.empty:
         return pd.DataFrame()
     producer, consumer = by_role(ensure_class(rows))
@@ -163,13 +166,12 @@ def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cliff_row(name: str, probes: pd.DataFrame) -> dict:
-    broke = probes.groupby("offered_per_s").failed.agg(lambda reasons: (reasons != "").any())
-    first_failed = broke[broke].index.min() if broke.any() else None
-    held = broke[~broke].index
-    held = held[held < first_failed] if first_failed is not None else held
-    why = probes[(probes.offered_per_s == first_failed) & (probes.failed != "")].failed
+    failed = probes[probes.failed != ""]
+    first_failed = failed.offered_per_s.min() if len(failed) else None
+    why = failed[failed.offered_per_s == first_failed].failed
+    held = sustainable_rate(list(zip(probes.offered_per_s, probes.failed == "", strict=True)))
     return {"variant": name, "durability_class": probes.durability_class.iloc[0],
-            "sustainable_per_s": held.max() if len(held) else None, "first_failed_per_s": first_failed,
+            "sustainable_per_s": held, "first_failed_per_s": first_failed,
             "why_failed": why.iloc[0] if len(why) else "", "probes": len(probes),
             "probes_per_rate": int(probes.groupby("offered_per_s").size().max())}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from pglimits_core.analysis.queue_durability import sort_by_class
-from pglimits_core.analysis.runs import by_role
+from pglimits_core.analysis.runs import by_role, measured
 
 SAMPLERS_FILE = "samplers.parquet"
 
@@ -81,7 +81,8 @@ def resources_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _latency_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    rows = frame[frame.experiment == "latency"]
+    rows = measured(frame)
+    rows = rows[rows.experiment == "latency"]
     if rows.empty:
         return rows
     producer, consumer = by_role(rows)

@@ -38,6 +38,12 @@ def entry_rows(records: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def measured(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of runs that completed: a failed run (a worker lost, impossible CPU figures) is
+    listed under "what could not be run", never averaged into a table."""
+    return frame[frame.status == "complete"] if "status" in frame else frame
+
+
 def by_role(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Producer and consumer rows of the same runs, each indexed by run id."""
     return (rows[rows.role == "producer"].set_index("run_id"),

@@ -87,6 +87,8 @@ def _shared_box_verdict(client: float, server: float, cores: int, figures: str) 
 #: sampling jitter allowed above the box's capacity before a CPU sum is called impossible: the
 #: per-process readings of one sample are taken a few ms apart, not at one instant
 BOX_TOLERANCE_PCT = 10.0
+#: the same against the machine's busy CPU: process and machine counters are read a few ms apart
+BUSY_TOLERANCE_PCT = 15.0
 NOT_APPLICABLE_IN_CLIENT = "not applicable: the engine runs inside the client processes"
 
 
@@ -104,10 +106,14 @@ def host_frame_verdict(frame: Any, client_workers: int, server_cores: int | None
         return {"client_bound": None, "client_bound_reason": "no host samples", "cpu": {}}
     client = list(frame["client_cpu_pct"].dropna())
     server = list(frame["server_cpu_pct"].dropna())
-    both = list((frame["client_cpu_pct"] + frame["server_cpu_pct"]).dropna())
+    both = frame["client_cpu_pct"] + frame["server_cpu_pct"]
     cores = os.cpu_count() or 1
+    # the whole machine's busy CPU in the same seconds bounds what the two sides can have used
+    busy = frame["system_cpu_pct"] * cores if "system_cpu_pct" in frame.columns else None
     cpu = {"client_cpu_pct_median": steady_median(client), "server_cpu_pct_median": steady_median(server),
-           "client_plus_server_cpu_pct_median": steady_median(both), "cores": cores,
+           "client_plus_server_cpu_pct_median": steady_median(list(both.dropna())),
+           "client_plus_server_over_busy_pct_median":
+               None if busy is None else steady_median(list((both - busy).dropna())), "cores": cores,
            "server_cores": server_cores, "client_and_server_share_cores": True}
     if engine_in_client:
         return {"client_bound": None, "client_bound_reason": NOT_APPLICABLE_IN_CLIENT, "cpu": cpu}
@@ -121,21 +127,24 @@ def cpu_sum_error(cpu: dict[str, Any], tolerance_pct: float = BOX_TOLERANCE_PCT)
     """Why the CPU figures of a run cannot be right, or None when they can.
 
     ``cpu`` is the ``cpu`` dict of ``host_frame_verdict``. Client and server are disjoint sets
-    of processes on one box, so the median per-second sum of their CPU cannot exceed
-    100 % × ``cores`` (plus ``tolerance_pct`` of jitter); if it does, a process was counted on
-    both sides or a reading is wrong, and no verdict built on these figures holds.
+    of processes on one box, so their per-second sum cannot exceed the machine's busy CPU in the
+    same seconds, nor 100 % × ``cores`` (medians, plus ``tolerance_pct`` of jitter: the process
+    and the machine counters are read a few ms apart); if it does, a process was counted on both
+    sides or a reading is wrong, and no verdict built on these figures holds.
     """
     total, cores = cpu.get("client_plus_server_cpu_pct_median"), cpu.get("cores")
-    if total is None or not cores:
-        return None
-    capacity = 100.0 * cores
-    if total <= capacity + tolerance_pct:
-        return None
+    over_busy = cpu.get("client_plus_server_over_busy_pct_median")
     client, server = cpu.get("client_cpu_pct_median"), cpu.get("server_cpu_pct_median")
+    figures = f"client median {_pct(client)}, server median {_pct(server)}"
+    wrong = ("a process is counted as both client and server, or a CPU reading is wrong")
+    if over_busy is not None and over_busy > BUSY_TOLERANCE_PCT:
+        return (f"sampler check failed: client + server CPU exceeds the machine's busy CPU in the same "
+                f"seconds by {over_busy:.0f} points (median; tolerance {BUSY_TOLERANCE_PCT:.0f}; {figures}): {wrong}")
+    if total is None or not cores or total <= 100.0 * cores + tolerance_pct:
+        return None
     return (f"sampler check failed: client + server CPU median {total:.0f}% of one core exceeds "
-            f"the box's {capacity:.0f}% ({cores} cores, tolerance {tolerance_pct:.0f} points; "
-            f"client median {_pct(client)}, server median {_pct(server)}): a process is counted "
-            "as both client and server, or a CPU reading is wrong")
+            f"the box's {100.0 * cores:.0f}% ({cores} cores, tolerance {tolerance_pct:.0f} points; "
+            f"{figures}): {wrong}")
 
 
 def _pct(value: float | None) -> str:

@@ -250,6 +250,8 @@ def cliff(ctx: Context, v: QueueVariant, start_rate: float, producers: int, cons
     def measure_at(rate: float) -> PointResult:
         run = latency_point(ctx, v, rate, producers, consumers, probe_s, warmup_s=1.0, seed=seed,
                             experiment="cliff", extra_params={"slo": vars(slo)})
+        if run.status != "complete" or run.summary is None:  # a failed probe never holds a rate
+            return PointResult(offered=rate, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": run.error})
         return point_result(run, rate, probe_s)
 
     return search_rate(measure_at, slo, start_rate=start_rate, max_probes=max_probes, repeats=repeats)

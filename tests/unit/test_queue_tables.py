@@ -153,3 +153,10 @@ def test_a_rate_holds_only_if_every_probe_at_it_passed_and_no_lower_rate_failed(
     row = cliff_table(probes).iloc[0]
     assert (row.sustainable_per_s, row.first_failed_per_s) == (2000.0, 3000.0)
     assert row.why_failed == "p99 60 ms > 50 ms" and (row.probes, row.probes_per_rate) == (7, 3)
+
+
+def test_a_failed_run_gives_no_number_to_any_table():
+    failed = [{**row, "status": "failed"} for row in run_rows("x", "throughput", 4, 99_999.0, left=10)]
+    ok = [{**row, "status": "complete"} for row in run_rows("a", "throughput", 4, 1000.0, left=10)]
+    row = throughput_table(frame(failed, ok)).iloc[0]
+    assert row.jobs_per_s == 1000.0 and row.runs_recorded == 1

@@ -125,3 +125,19 @@ def test_cpu_check_tolerance_is_adjustable_and_missing_figures_pass():
     assert cpu_sum_error(cpu_figures(100.0, 101.0), tolerance_pct=0.0) is not None
     assert cpu_sum_error({}) is None
     assert cpu_sum_error({"client_plus_server_cpu_pct_median": None, "cores": 2}) is None
+
+
+def test_client_plus_server_above_the_machines_busy_cpu_fails_the_run(monkeypatch):
+    """The old bug: servers counted as client too gave client + server ~83 points above what the
+    machine was busy with, while staying under the box's 200 %."""
+    import pandas as pd
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    from pglimits_core.samplers.classify import cpu_sum_error, host_frame_verdict
+
+    rows = pd.DataFrame({"client_cpu_pct": [90.0] * 5, "server_cpu_pct": [80.0] * 5, "system_cpu_pct": [45.0] * 5})
+    verdict = host_frame_verdict(rows, client_workers=2)
+    assert verdict["cpu"]["client_plus_server_over_busy_pct_median"] > 70
+    assert "busy CPU" in cpu_sum_error(verdict["cpu"])
+    honest = rows.assign(system_cpu_pct=[86.0] * 5)  # 172 % of one core busy on 2 cores
+    assert cpu_sum_error(host_frame_verdict(honest, client_workers=2)["cpu"]) is None
