@@ -197,9 +197,18 @@ def judge(claim: SeedClaim, a: Measured | None, b: Measured | None) -> tuple[flo
         # the seed sustained this rate on both sides: one of ours not sustaining it is the finding
         return None, "differ: " + "; ".join(shortfalls)
     ratio = a.value / b.value if b.value else None
-    judged = verdict(ratio, *claim.seed_ratio_range())
+    low, high = claim.seed_ratio_range()
     floors = [name for name, side in (("A", a), ("B", b)) if side.lower_bound]
+    if ratio is not None and _floor_could_move_it(ratio, low, high, a.lower_bound, b.lower_bound):
+        return ratio, f"inconclusive: ours {' and '.join(floors)} a lower bound, the true ratio may reach the seed's"
+    judged = verdict(ratio, low, high)
     return ratio, judged + (f" (ours {' and '.join(floors)}: a lower bound)" if floors else "")
+
+
+def _floor_could_move_it(ratio: float, low: float, high: float, a_floor: bool, b_floor: bool) -> bool:
+    """A floor on A means the true A/B is at least ours; on B, at most ours. Either can hide an
+    agreement when ours lies on the side of the seed's range the floor may move it towards."""
+    return (a_floor and ratio < low / AGREEMENT_SLACK) or (b_floor and ratio > high * AGREEMENT_SLACK)
 
 
 def _range_text(low: float, high: float) -> str:

@@ -109,3 +109,14 @@ def test_a_lower_bound_travels_into_the_verdict():
     row = comparison_table({"throughput": table}).set_index("figure").loc["queue throughput at 1 consumer"]
     assert row["ours A"].startswith("≥ 4,000 jobs/s") and "lower bound: backlog ran out" in row["ours A"]
     assert row["verdict"] == "agree (ours A: a lower bound)"
+
+
+def test_a_lower_bound_that_could_reach_the_seeds_range_makes_the_verdict_inconclusive():
+    from pglimits_core.analysis.seed_figures import CLAIMS, Measured, judge
+
+    claim = CLAIMS[0]  # Postgres two-phase / pipelined Redis: the seed's ratio is 4.1-5.9
+    floor_a = Measured("pg_skiplocked batch=1", 1_000.0, "", durability_class="per_commit", lower_bound=True)
+    redis = Measured("redis_reliable batch=10 pipeline=10", 10_000.0, "", durability_class="per_commit")
+    assert judge(claim, floor_a, redis)[1].startswith("inconclusive")
+    measured_a = Measured("pg_skiplocked batch=1", 1_000.0, "", durability_class="per_commit")
+    assert judge(claim, measured_a, redis)[1].startswith("differ")
