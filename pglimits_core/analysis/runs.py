@@ -78,7 +78,8 @@ def _worker_busy(outcome: dict[str, Any]) -> dict[str, Any]:
 def _entry_columns(entry: dict[str, Any]) -> dict[str, Any]:
     columns = {key: entry.get(key) for key in ("role", "op", "phase", "loop", "workers", "duration_s",
                                               "items_per_s", "ops_per_s", "idle_polls", "errors",
-                                              "offered_rate", "achieved_rate", "sustained")}
+                                              "offered_rate", "achieved_rate", "sustained", "ops",
+                                              "late", "missed")}
     for kind, stats in entry.get("latencies", {}).items():
         for pct in ("p50", "p95", "p99", "p999", "max"):
             columns[f"{kind}_{pct}_ms"] = _ms(stats.get(f"{pct}_us"))

@@ -44,7 +44,7 @@ class Context:
     def describe_now(self, server: str) -> dict[str, Any]:
         """The server's description as it runs *now*: a variant may change runtime settings
         (Redis persistence by CONFIG SET), so a record must not carry the start-up description.
-        Attached (external) servers keep the description taken when the study began."""
+        Every server of the fleet (started or attached) is asked again at each point."""
         if server in self.servers:
             self.descriptions[server] = self.servers[server].describe()
         return self.descriptions.get(server, {})
