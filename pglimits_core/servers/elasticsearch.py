@@ -16,7 +16,6 @@ from pglimits_core.servers.base import Endpoint, Server
 from pglimits_core.servers.http import get_json
 
 SUPPORTED_MAJOR = 8  # the elasticsearch-py 8.x client we pin speaks to 8.x servers
-ES_TAGLINE = "You Know, for Search"
 CANNOT_INSTALL = "Elasticsearch cannot be installed here (no registry ships the server; external only)"
 EXTERNAL_FIX = ("run one yourself (docker compose up elasticsearch) and pass "
                 "--external elasticsearch=http://127.0.0.1:9200, or use the embedded opensearch")

@@ -1,6 +1,7 @@
 """Server registry: ``name -> "module:Class"``, imported lazily.
 
-Adding a system is one adapter file and one line here; nothing else switches on names.
+Adding a server is one file and one line here. Two studies still key a fact by server name (its
+sampler in ``studies/runner.py``, its crash target in ``studies/queue_recovery.py``).
 """
 
 from __future__ import annotations
