@@ -24,6 +24,7 @@ datasets: setup ## build PROFILE's seeded corpus and vectors with exact ground t
 	.venv/bin/pglimits datasets build --profile $(PROFILE)
 
 test: setup ## run every test: unit, integration (real servers), notebooks
+	$(PY) -m pglimits_core.servers.ownership
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 unit: setup ## run only the unit tests (no servers)
@@ -34,7 +35,7 @@ lint: setup ## ruff over the package and tests
 
 lab: setup ## JupyterLab with the servers up; they stop when you quit it
 	.venv/bin/pglimits servers up --detach
-	trap '.venv/bin/pglimits servers down' EXIT; .venv/bin/jupyter lab --ip 127.0.0.1 --notebook-dir notebooks
+	trap '.venv/bin/pglimits servers down' EXIT; .venv/bin/jupyter lab --ip 127.0.0.1 --notebook-dir notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 servers-down: ## stop servers left by `pglimits servers up --detach`
 	-.venv/bin/pglimits servers down

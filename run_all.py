@@ -14,42 +14,28 @@ the exit code is non-zero and the summary says what failed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
-from pglimits_core.config import NOTEBOOKS_DIR, data_dir, profile_figures_dir, profile_results_dir
+from pglimits_core.config import NOTEBOOKS_DIR, profile_figures_dir, profile_results_dir
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
+from pglimits_core.servers import ownership
+from pglimits_core.studies.status import (
+    COMPLETE,
+    PENDING,
+    RUNNING,
+    executed_dir,
+    read_status,
+    set_status,
+)
 
-# Workload notebooks in study order; later workloads join this list without other changes.
+# Workload notebooks in study order (each new workload is added here, for now: the study framework
+# will read them from one workload registry).
 # The report comes last: it reads the run records the workload notebooks just wrote.
 NOTEBOOKS = ["10-queue", "90-report"]
 REPORT = "90-report"  # always last: it reads the run records the workload notebooks wrote
-
-
-def executed_dir(profile: str) -> Path:
-    return data_dir() / "executed" / profile
-
-
-def status_path(profile: str) -> Path:
-    return executed_dir(profile) / "status.json"
-
-
-def read_status(profile: str) -> dict:
-    try:
-        return json.loads(status_path(profile).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def write_status(profile: str, status: dict) -> None:
-    path = status_path(profile)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(status, indent=2))
-    tmp.replace(path)
 
 
 def check_parameters(notebook: Path, parameters: dict) -> None:
@@ -96,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         load_profile(args.profile)  # a bad profile fails here, before any server starts
+        stop_orphans()
         return run(args)
     except PGLimitsError as exc:
         print(f"run_all: error: {exc}", file=sys.stderr)
@@ -105,23 +92,39 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def stop_orphans() -> None:
+    """A run killed earlier (no cleanup) may have left its kernel, servers and workers running:
+    stop them before anything starts, so they do not sit inside this run's measurements."""
+    found = ownership.stop_orphans()
+    if found:
+        print(f"run_all: {ownership.summary(found)}", flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
+    owner = ownership.claim_ownership(take_over=True)  # the kernels, servers, workers are this run's
     status = read_status(args.profile)
     names = args.only or NOTEBOOKS
+    fresh = not args.resume or args.force
+    # nothing a fresh run reruns may read as complete before it is — nor the report, which
+    # describes the records a fresh run moves aside
+    for name in dict.fromkeys([*names, REPORT]) if fresh else []:
+        status = set_status(args.profile, name, status=PENDING)
     ran_something = False
     for index, name in enumerate(names, start=1):
         # the report reads every workload's records: once any workload reran, it is stale
         stale_report = name == REPORT and ran_something
-        if args.resume and not args.force and not stale_report and status.get(name, {}).get("status") == "complete":
+        if not fresh and not stale_report and status.get(name, {}).get("status") == COMPLETE:
             print(f"[{index}/{len(names)}] {name}: complete earlier, skipped (--force reruns)")
             continue
+        if status.get(name, {}).get("status") not in (None, PENDING, COMPLETE):
+            print(f"[{index}/{len(names)}] {name}: was {status[name]['status']} last time; running it again")
         ran_something = True
         print(f"[{index}/{len(names)}] {name}: running with profile {args.profile} ...", flush=True)
-        result, error, elapsed = execute(name, args.profile, args.figures_dir, resume=args.resume and not args.force)
-        status[name] = {"status": result, "error": error, "elapsed_s": round(elapsed, 1)}
-        write_status(args.profile, status)
+        set_status(args.profile, name, status=RUNNING, owner=owner)
+        result, error, elapsed = execute(name, args.profile, args.figures_dir, resume=not fresh)
+        status = set_status(args.profile, name, status=result, error=error, elapsed_s=round(elapsed, 1))
         print(f"[{index}/{len(names)}] {name}: {result} in {elapsed:.0f}s" + (f" — {error}" if error else ""))
-    failed = {n: s for n, s in status.items() if n in names and s["status"] != "complete"}
+    failed = {n: s for n, s in status.items() if n in names and s["status"] != COMPLETE}
     print(f"run_all: {len(names) - len(failed)} of {len(names)} notebooks complete; executed copies in "
           f"{executed_dir(args.profile)}; figures in {args.figures_dir or profile_figures_dir(args.profile)}; "
           f"tables and report.html in {profile_results_dir(args.profile)}")

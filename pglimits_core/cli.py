@@ -16,6 +16,8 @@ from rich.table import Table
 from pglimits_core.config import repo_relative
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.servers import fleet as fleet_mod
+from pglimits_core.servers import ownership
+from pglimits_core.servers.base import Server
 from pglimits_core.servers.registry import SERVERS, server_class, validate_names
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -69,6 +71,7 @@ def servers_up(
     if fleet_mod.read_state():
         raise PGLimitsError("servers from an earlier `servers up --detach` are recorded",
                             "run `pglimits servers down` first")
+    ownership.claim_ownership(take_over=True)
     fleet = fleet_mod.Fleet(names or CORE_SERVERS, external=_parse_external(external),
                             options=_parse_ports(port), record_state=True)
     with fleet:
@@ -84,7 +87,9 @@ def servers_up(
 
 @servers_app.command("status")
 def servers_status() -> None:
-    """Show servers recorded by `servers up --detach` and whether they answer."""
+    """Show servers recorded by `servers up --detach` and whether they answer, and any process
+    of this checkout left running by a killed run (an orphan)."""
+    _print_orphans(ownership.orphans())
     recorded = fleet_mod.read_state()
     if not recorded:
         console.print("no servers recorded as running")
@@ -99,17 +104,35 @@ def servers_status() -> None:
 
 @servers_app.command("down")
 def servers_down() -> None:
-    """Stop every server recorded by `servers up --detach`."""
+    """Stop every server recorded by `servers up --detach`, and every orphan of this checkout."""
     stopped = fleet_mod.stop_recorded()
-    console.print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+    found = ownership.stop_orphans()
+    if found:
+        console.print(ownership.summary(found))
+    console.print(f"stopped: {', '.join(stopped)}" if stopped else "no recorded servers were running")
+
+
+def _print_orphans(found: list[ownership.Tracked]) -> None:
+    if not found:
+        return
+    table = Table("orphan pid", "process", "its run (owner pid, gone)")
+    for tracked in found:
+        table.add_row(str(tracked.pid), tracked.name, str(ownership.owner_pid(tracked.owner)))
+    console.print("[red]processes of this checkout left by a killed run[/red] (stop them: pglimits servers down)")
+    console.print(table)
 
 
 @servers_app.command("install")
 def servers_install(names: list[str] = typer.Argument(None, help="default: all")) -> None:
     """Obtain the server binaries (pinned, checksummed); idempotent."""
     for name in validate_names(names or list(SERVERS)):
+        kind = server_class(name)
+        if kind.install.__func__ is Server.install.__func__:  # comes with the system, or external only
+            problems = kind.missing()
+            console.print(f"{name}: nothing to install" + (f" — {problems[0][0]}" if problems else ""))
+            continue
         console.print(f"installing {name} ...")
-        server_class(name).install()
+        kind.install()
 
 
 @app.command()

@@ -20,13 +20,9 @@ from pglimits_core.analysis.seed_figures import AGREEMENT_SLACK, comparison_tabl
 from pglimits_core.plotting import html_report
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.record.rundir import PARTIAL_SUFFIX
+from pglimits_core.studies.status import require_complete
 
 GIB = 1024 ** 3
-
-
-def latest_manifest(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The newest run's manifest (run ids start with a UTC stamp); {} without runs."""
-    return max((r["manifest"] for r in records), key=lambda m: m["run_id"], default={})
 
 
 def _distinct(records: list[dict[str, Any]], getter) -> str:
@@ -240,6 +236,7 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
     """Every section of the report, computed from the profile's run records."""
     from pglimits_core.config import profile_figures_dir, profile_runs_dir
 
+    require_complete(profile)  # an interrupted or failed study is not presented as a result
     root = profile_runs_dir(profile, runs_root)
     records = load_records("queue", root)
     started = time.time()

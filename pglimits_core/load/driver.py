@@ -14,6 +14,7 @@ terminated (then killed) before the exception propagates.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
 import signal
 import threading
@@ -161,6 +162,12 @@ def _run_deadline(spec: RunSpec) -> float:
     return time.monotonic() + START_LEAD_S + spec.total_s + drain_s + spec.finish_timeout_s
 
 
+def _parent_to_follow(spec: RunSpec) -> int | None:
+    """This process, which a worker must die with; under "forkserver" a worker's OS parent is
+    the fork server, not this process, so it does not follow it."""
+    return None if spec.start_method == "forkserver" else os.getpid()
+
+
 def run_load(spec: RunSpec) -> RunResult:
     """Run every role of ``spec`` in worker processes and return the merged measurements."""
     validate_spec(spec)
@@ -170,7 +177,7 @@ def run_load(spec: RunSpec) -> RunResult:
                             context.RawValue("b", 0))
     go_timeout_s = spec.open_timeout_s + 30
     processes = {plan.key: context.Process(target=worker_main, name=f"pglimits-{plan.key}",
-                                           args=(plan, control, go_timeout_s), daemon=True)
+                                           args=(plan, control, go_timeout_s, _parent_to_follow(spec)), daemon=True)
                  for plan in _plans(spec)}
     collector = Collector(processes, control, frozenset(r.name for r in spec.roles if r.may_die))
     started: list[int] = []

@@ -8,6 +8,7 @@ Imports stay light (no pandas) because every worker process imports this module.
 
 from __future__ import annotations
 
+import os
 import signal
 import traceback
 from dataclasses import dataclass
@@ -90,9 +91,32 @@ def _close(plan: WorkerPlan) -> str | None:
     return None
 
 
-def worker_main(plan: WorkerPlan, control: SharedControl, go_timeout_s: float) -> None:
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent_pid: int) -> bool:
+    """Ask Linux to SIGKILL this process when its parent dies: a parent killed with no chance to
+    clean up (SIGKILL, OOM) must not leave a worker holding a connection or a claimed message.
+    Returns False where the call is not available (then the parent's cleanup is all there is)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent_pid:  # the parent died before the request was in place
+        os._exit(1)
+    return True
+
+
+def worker_main(plan: WorkerPlan, control: SharedControl, go_timeout_s: float,
+                parent_pid: int | None = None) -> None:
     """Process entry point. Ctrl-C is the parent's business: it stops workers itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     if not _open(plan, control):
         return
     recorder = Recorder(plan.role.name, plan.index, plan.role.operation.name, 0)

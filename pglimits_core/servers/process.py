@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.servers.ownership import child_env, forget_server, record_server
 
 LOCALHOST = "127.0.0.1"
 
@@ -54,14 +55,6 @@ def choose_port(requested: int | None, system: str) -> int:
     return requested
 
 
-def port_accepts(port: int, host: str = LOCALHOST, timeout: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def tail(path: Path, lines: int = 12) -> str:
     """The last lines of a log file, for error messages ('' if there is no log)."""
     try:
@@ -79,10 +72,13 @@ def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, cwd=cwd, start_new_session=True, user=user,
+            env=child_env(env), cwd=cwd, start_new_session=True, user=user,
         )
+    # recorded before anything uses it, so it is found even if its parent is killed
+    record_server(process.pid, Path(argv[0]).name)
+    return process
 
 
 def wait_until(ready: Callable[[], bool], timeout_s: float, what: str, log_path: Path | None = None,
@@ -123,6 +119,7 @@ def stop_process_group(pid: int, grace_s: float = 10.0, sig: int = signal.SIGTER
         with contextlib.suppress(psutil.NoSuchProcess):
             proc.kill()
     psutil.wait_procs(alive, timeout=5)
+    forget_server(pid)
 
 
 def pid_alive(pid: int) -> bool:
