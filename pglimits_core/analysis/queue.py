@@ -62,13 +62,18 @@ def _lower_bound_runs(rows: pd.DataFrame, frame: pd.DataFrame, experiment: str) 
 def _sweep_point(runs: pd.DataFrame) -> dict:
     """One variant × consumers point: the median of the runs that measured the consumers, else of
     the lower-bound runs (then the point is a lower bound)."""
-    measured = runs[runs.lower_bound_why == ""]
-    used = measured if len(measured) else runs
+    measured, floors = runs[runs.lower_bound_why == ""], runs[runs.lower_bound_why != ""]
+    # A floor above a measured run (a burn-down that emptied its backlog because it was the
+    # fastest) must not be dropped: then every run counts and the point is a lower bound.
+    censored = len(floors) and len(measured) and floors.items_per_s.max() > measured.items_per_s.min()
+    used = measured if len(measured) and not censored else runs
     rates, first = used.items_per_s.dropna(), runs.iloc[0]
+    lower = measured.empty or bool(censored)
     return {"variant": first.variant, "durability_class": first.durability_class, "consumers": first.consumers,
             "jobs_per_s": rates.median(), "min_jobs_per_s": rates.min(), "max_jobs_per_s": rates.max(),
-            "runs": len(rates), "runs_recorded": len(runs), "lower_bound": measured.empty,
-            "lower_bound_why": "" if len(measured) else used.lower_bound_why.iloc[0],
+            "runs": len(rates), "runs_recorded": len(runs), "lower_bound": lower,
+            "lower_bound_why": "" if not lower else (f"{len(floors)} of {len(runs)} runs: "
+                                                    if censored else "") + floors.lower_bound_why.iloc[0],
             "backlog_ran_out": bool(runs.backlog_ran_out.any()), "depth_not_held": bool(runs.depth_not_held.any()),
             "client_bound": any_verdict(used.client_bound), "lost": runs.lost.sum(),
             "duplicates": runs.duplicates.sum(), "worker_busy_events": _median(used, "worker_busy_events")}
@@ -151,7 +156,8 @@ def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
                           "produced_per_s": producer.items_per_s, "consumed_per_s": consumer.items_per_s,
                           "achieved_per_s": producer.achieved_rate,
                           "e2e_p50_ms": consumer.get("end_to_end_p50_ms"),
-                          "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "slo": producer.slo})
+                          "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "slo": producer.slo,
+                          "client_bound": producer.client_bound})
     table["failed"] = [_verdict(row) for row in table.itertuples()]
     return sort_by_class(table, ["variant", "offered_per_s"])
 
@@ -179,8 +185,10 @@ def _cliff_row(name: str, probes: pd.DataFrame) -> dict:
     first_failed = failed.offered_per_s.min() if len(failed) else None
     why = failed[failed.offered_per_s == first_failed].failed
     held = sustainable_rate(list(zip(probes.offered_per_s, probes.failed == "", strict=True)))
+    at_held = probes[probes.offered_per_s == held] if held is not None else probes[:0]
     return {"variant": name, "durability_class": probes.durability_class.iloc[0],
             "sustainable_per_s": held, "first_failed_per_s": first_failed,
+            "client_bound": any_verdict(at_held.client_bound) if "client_bound" in at_held else None,
             "why_failed": why.iloc[0] if len(why) else "", "probes": len(probes),
             "probes_per_rate": int(probes.groupby("offered_per_s").size().max())}
 

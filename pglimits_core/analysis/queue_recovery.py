@@ -52,7 +52,7 @@ def _drill_row(run) -> dict:
             "server_log": " | ".join(outcome.get("server_log", []))}
 
 
-def _mb(value: float | None) -> float | None:
+def _mb(value: float | None) -> float | None:  # MiB, as the tables label it
     return None if value is None else round(value / 2**20, 1)
 
 

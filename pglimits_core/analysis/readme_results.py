@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from pglimits_core.analysis import queue as queue_tables
+from pglimits_core.analysis.queue import any_verdict, flag_set
 from pglimits_core.analysis.queue_consumer_crash import consumer_crash_lines
 from pglimits_core.analysis.queue_durability import UNKNOWN, label, sort_by_class
 from pglimits_core.analysis.queue_recovery import SIGKILL_NOTE
@@ -82,16 +83,34 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     if not tables["steady"].empty:
         head["steady-state jobs/s, peak @consumers"] = _peak(tables["steady"])
     for rate, group in tables["latency"].groupby("offered_per_s"):
-        med = group.groupby("variant").agg(p99=("e2e_p99_ms", "median"), ok=("sustained", "all"))
-        head[f"e2e p99 ms at {rate:,.0f}/s"] = med.apply(lambda r: f"{r.p99:.2f}" if r.ok else "not sustained", axis=1)
+        med = group.groupby("variant").agg(p99=("e2e_p99_ms", "median"), low=("e2e_p99_ms", "min"),
+                                           high=("e2e_p99_ms", "max"), ok=("sustained", "all"),
+                                           bound=("client_bound", any_verdict))
+        head[f"e2e p99 ms at {rate:,.0f}/s"] = med.apply(_latency_cell, axis=1)
     if not tables["cliff"].empty:
-        head["highest sustained rate (cliff), msg/s"] = tables["cliff"].set_index("variant").sustainable_per_s.map(
-            lambda rate: f"{rate:,.0f}")
+        head["highest sustained rate (cliff), msg/s"] = tables["cliff"].set_index("variant").apply(_cliff_cell, axis=1)
     head = head.rename_axis("variant").reset_index()
     head.insert(1, "durability_class", _classes(tables).reindex(head.variant).fillna(UNKNOWN).to_numpy())
     head = sort_by_class(head, ["variant"])
     return head.assign(durability_class=head.durability_class.map(label)).rename(
         columns={"durability_class": "durability class"}).fillna("—")
+
+
+def _latency_cell(point) -> str:
+    """Median p99 over the runs (min–max), ᶜ when any run was client-bound."""
+    if not point.ok:
+        return "not sustained"
+    spread = f" ({point.low:.2f}–{point.high:.2f})" if point.high > point.low else ""
+    return f"{point.p99:.2f}{spread}" + (" ᶜ" if point.bound else "")
+
+
+def _cliff_cell(point) -> str:
+    """The held rate, the first rate that failed (the cliff lies between), ᶜ when a probe at the
+    held rate was client-bound (then the harness, not the server, set it)."""
+    if pd.isna(point.sustainable_per_s):
+        return "—"
+    failed = f" (fails at {point.first_failed_per_s:,.0f})" if not pd.isna(point.first_failed_per_s) else ""
+    return f"{point.sustainable_per_s:,.0f}{failed}" + (" ᶜ" if flag_set(point.get("client_bound")) else "")
 
 
 def recovery_lines(recovery: pd.DataFrame) -> list[str]:
@@ -101,17 +120,22 @@ def recovery_lines(recovery: pd.DataFrame) -> list[str]:
         return []
     shown = pd.DataFrame({
         "variant": recovery.variant, "durability class": recovery.durability_class.map(label),
-        "kill_target": recovery.kill_target, "drills": recovery.drills, "lost": recovery.lost,
-        "time to first claim, s": [_median_range(r.recovery_s, r.recovery_s_min, r.recovery_s_max, "{:.3f}")
-                                   for r in recovery.itertuples()],
-        "WAL to replay, MB": [_median_range(r.wal_to_replay_mb, r.wal_to_replay_mb_min, r.wal_to_replay_mb_max, "{:.1f}")
-                              for r in recovery.itertuples()],
+        "kill_target": recovery.kill_target, "drills": recovery.drills, "lost (all drills)": recovery.lost,
+        "time to first claim, s": [_first_claim(r) for r in recovery.itertuples()],
+        "WAL to replay, MiB": [_median_range(r.wal_to_replay_mb, r.wal_to_replay_mb_min, r.wal_to_replay_mb_max, "{:.1f}")
+                               for r in recovery.itertuples()],
         "SIGKILL cannot lose (by configuration)": recovery.survives_sigkill})
     return ["Crash drill (SIGKILL mid-load, restart, time to the first successful claim; median (min–max) over "
             "the drills):", "", shown.astype(object).where(shown.notna(), "—").to_markdown(index=False), "",
             f"{SIGKILL_NOTE}. Postgres restart time is WAL replay: `WAL to replay` is the WAL written since the "
             "last checkpoint when the server was killed (bounded by `checkpoint_timeout`/`max_wal_size`); "
             "the `queue-recovery` figure plots time against it, one point per drill.", ""]
+
+
+def _first_claim(row) -> str:
+    """A queue that lost everything has nothing to claim: its time is the first (empty) answer."""
+    spread = _median_range(row.recovery_s, row.recovery_s_min, row.recovery_s_max, "{:.3f}")
+    return f"— (nothing survived; first empty answer {spread})" if "nothing left to claim" in str(row.note) else spread
 
 
 def _median_range(median: float, low: float, high: float, number: str) -> str:

@@ -160,3 +160,12 @@ def test_a_failed_run_gives_no_number_to_any_table():
     ok = [{**row, "status": "complete"} for row in run_rows("a", "throughput", 4, 1000.0, left=10)]
     row = throughput_table(frame(failed, ok)).iloc[0]
     assert row.jobs_per_s == 1000.0 and row.runs_recorded == 1
+
+
+def test_a_burn_down_that_ran_out_because_it_was_fastest_keeps_the_point_a_lower_bound():
+    table = throughput_table(frame(run_rows("a", "throughput", 8, 29_162.0, left=10),
+                                   run_rows("b", "throughput", 8, 30_188.0, left=10),
+                                   run_rows("c", "throughput", 8, 30_442.0, left=0)))
+    row = table.iloc[0]
+    assert row.lower_bound and row.jobs_per_s == 30_188.0 and row.runs == 3
+    assert row.jobs_per_s_text == "≥ 30,188 (29,162–30,442; 1 of 3 runs: backlog ran out)"
