@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from pglimits_core.config import profile_results_dir, runs_dir
+from pglimits_core.errors import PGLimitsError
 from pglimits_core.record.rundir import finished_runs
 
 EXPORTED_FILES = ("manifest.json", "summary.json", "timeseries.parquet", "samplers.parquet")
@@ -24,9 +25,14 @@ def committed_runs_root(profile: str, host: str | None = None) -> Path:
 def export_runs(profile: str, source: Path | None = None) -> Path:
     """Replace ``data/results/<host-id>/<profile>/runs`` (this machine) with the profile's
     finished runs; returns it."""
+    source = source or runs_dir() / profile
+    runs = finished_runs(source)
+    if not runs:  # never replace committed results with nothing (e.g. `make results` on a fresh clone)
+        raise PGLimitsError(f"no finished {profile} runs in {source} to export",
+                            f"run `make study PROFILE={profile}` first; the committed results are kept as they are")
     target = committed_runs_root(profile)
     shutil.rmtree(target, ignore_errors=True)
-    for run in finished_runs(source or runs_dir() / profile):
+    for run in runs:
         (target / run.name).mkdir(parents=True)
         for name in EXPORTED_FILES:
             if (run / name).exists():
@@ -37,4 +43,7 @@ def export_runs(profile: str, source: Path | None = None) -> Path:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="full")
-    print(export_runs(parser.parse_args().profile))
+    try:
+        print(export_runs(parser.parse_args().profile))
+    except PGLimitsError as exc:
+        raise SystemExit(f"export: error: {exc}") from None
