@@ -100,8 +100,7 @@ class _Search:
         ok = all(self._measure_once(rate) for _ in range(times))  # all() stops at a failure
         verdicts = [(probe.point.offered, probe.failed is None) for probe in self.curve]
         self.best = sustainable_rate(verdicts)
-        failures = [rate for rate, passed in verdicts if not passed]
-        self.worst = min(failures) if failures else None
+        self.worst = min((offered for offered, passed in verdicts if not passed), default=None)
         return ok
 
     def _measure_once(self, rate: float) -> bool:

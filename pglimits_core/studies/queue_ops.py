@@ -112,7 +112,6 @@ class ConsumeOp(QueueOp):
         return OpOutcome(len(messages), {"end_to_end": [claimed_ns - enq for _, enq in decoded],
                                          "claim": [claimed_ns - started_ns]})
 
-
     def _count_down(self) -> None:
         self.acks_left -= 1
         if self.acks_left > 0:
