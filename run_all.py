@@ -4,11 +4,13 @@
     python run_all.py --profile quick            # what `make study` runs
     python run_all.py --profile full --resume    # skip completed notebooks; an interrupted one
                                                  # reuses the points it had already measured
-    python run_all.py --only 10-queue --force
+    python run_all.py --only queue --force       # one workload (by its registry name), then the report
 
-Each notebook starts the servers it needs and stops them when it ends (also on Ctrl-C);
-executed copies go to data/executed/<profile>/. A failed notebook does not stop the others;
-the exit code is non-zero and the summary says what failed.
+The workloads and their notebooks come from the workload registry (pglimits_core.workloads.registry);
+a workload whose section the profile lacks is not run. Each notebook starts the servers it needs
+and stops them when it ends (also on Ctrl-C); executed copies go to data/executed/<profile>/. A
+failed notebook does not stop the others; the exit code is non-zero and the summary says what
+failed.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from pglimits_core.config import NOTEBOOKS_DIR, profile_figures_dir, profile_results_dir
+from pglimits_core.config import notebook_path, profile_figures_dir, profile_results_dir
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
 from pglimits_core.servers import ownership
@@ -30,12 +32,24 @@ from pglimits_core.studies.status import (
     read_status,
     set_status,
 )
+from pglimits_core.workloads.registry import workloads
 
-# Workload notebooks in study order (each new workload is added here, for now: the study framework
-# will read them from one workload registry).
-# The report comes last: it reads the run records the workload notebooks just wrote.
-NOTEBOOKS = ["10-queue", "90-report"]
 REPORT = "90-report"  # always last: it reads the run records the workload notebooks wrote
+
+
+def planned_notebooks(profile: str, only: list[str] | None) -> list[str]:
+    """The notebooks of the workloads the profile has a section for (``only``: just those, by
+    workload name), in registry order, then the report."""
+    loaded = load_profile(profile)  # a bad profile fails here, before any server starts
+    chosen = [w for w in workloads() if not only or w.name in only]
+    unknown = sorted(set(only or []) - {w.name for w in workloads()})
+    if unknown:
+        raise PGLimitsError(f"--only {unknown[0]}: no such workload",
+                            f"use one of: {', '.join(w.name for w in workloads())}")
+    for w in chosen:
+        if loaded.section(w.name) is None:
+            print(f"run_all: profile {profile} has no {w.name!r} section; {w.notebook} is not run")
+    return [w.notebook for w in chosen if loaded.section(w.name) is not None] + [REPORT]
 
 
 def check_parameters(notebook: Path, parameters: dict) -> None:
@@ -52,10 +66,10 @@ def check_parameters(notebook: Path, parameters: dict) -> None:
 def execute(name: str, profile: str, figures_dir: str = "", resume: bool = False) -> tuple[str, str | None, float]:
     import papermill
 
-    source = NOTEBOOKS_DIR / f"{name}.ipynb"
+    source = notebook_path(name)
     parameters = {"profile": profile, **({"figures_dir": figures_dir} if figures_dir else {})}
-    if name != REPORT:  # every workload notebook declares `resume`; the report has nothing to resume
-        parameters["resume"] = resume
+    if name != REPORT:  # every workload notebook measures (by hand it shows committed results)
+        parameters.update(measure=True, resume=resume)
     check_parameters(source, parameters)
     target = executed_dir(profile) / f"{name}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +77,7 @@ def execute(name: str, profile: str, figures_dir: str = "", resume: bool = False
     try:
         # the notebook's stderr (its study progress bar: point, count, time left) is streamed here
         papermill.execute_notebook(str(source), str(target), parameters=parameters,
-                                   cwd=str(NOTEBOOKS_DIR), progress_bar=False, stderr_file=sys.stderr)
+                                   cwd=str(source.parent), progress_bar=False, stderr_file=sys.stderr)
     except papermill.PapermillExecutionError as exc:
         return "failed", f"{exc.ename}: {exc.evalue}"[:500], time.monotonic() - started
     return "complete", None, time.monotonic() - started
@@ -72,7 +86,8 @@ def execute(name: str, profile: str, figures_dir: str = "", resume: bool = False
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="quick")
-    parser.add_argument("--only", action="append", choices=NOTEBOOKS, help="run just this notebook")
+    parser.add_argument("--only", action="append", metavar="WORKLOAD",
+                        help="run just this workload (then the report); repeatable")
     parser.add_argument("--resume", action="store_true",
                         help="skip notebooks that completed; an interrupted one keeps its measured points")
     parser.add_argument("--force", action="store_true", help="rerun even completed notebooks")
@@ -81,9 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="write figures here instead of figures/<host-id>/<profile>/")
     args = parser.parse_args(argv)
     try:
-        load_profile(args.profile)  # a bad profile fails here, before any server starts
+        names = planned_notebooks(args.profile, args.only)
         stop_orphans()
-        return run(args)
+        return run(args, names)
     except PGLimitsError as exc:
         print(f"run_all: error: {exc}", file=sys.stderr)
         return 2
@@ -100,10 +115,9 @@ def stop_orphans() -> None:
         print(f"run_all: {ownership.summary(found)}", flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, names: list[str]) -> int:
     owner = ownership.claim_ownership(take_over=True)  # the kernels, servers, workers are this run's
     status = read_status(args.profile)
-    names = args.only or NOTEBOOKS
     fresh = not args.resume or args.force
     # nothing a fresh run reruns may read as complete before it is — nor the report, which
     # describes the records a fresh run moves aside

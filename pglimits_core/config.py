@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -12,6 +13,28 @@ PROFILES_DIR = CONFIGS_DIR / "profiles"
 LAUNCHERS_DIR = PROJECT_ROOT / "launchers"
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 FIGURES_DIR = PROJECT_ROOT / "figures"
+
+
+def profiles_dir() -> Path:
+    """The study profiles. Override: PGLIMITS_PROFILES_DIR (a plugin's or a test's own)."""
+    return Path(os.environ.get("PGLIMITS_PROFILES_DIR", PROFILES_DIR))
+
+
+def figures_dir() -> Path:
+    """Where figures are written, per machine and profile. Override: PGLIMITS_FIGURES_DIR (tests
+    and scratch runs must not touch the committed figures/)."""
+    return Path(os.environ.get("PGLIMITS_FIGURES_DIR", FIGURES_DIR))
+
+
+def notebooks_dir() -> Path:
+    """The workload notebooks. Override: PGLIMITS_NOTEBOOKS_DIR (a plugin's or a test's own)."""
+    return Path(os.environ.get("PGLIMITS_NOTEBOOKS_DIR", NOTEBOOKS_DIR))
+
+
+def notebook_path(name: str) -> Path:
+    """``name``.ipynb from ``notebooks_dir()``, else the project's own (the report)."""
+    own = notebooks_dir() / f"{name}.ipynb"
+    return own if own.exists() else NOTEBOOKS_DIR / f"{name}.ipynb"
 
 
 def state_dir() -> Path:
@@ -47,7 +70,7 @@ def profile_results_dir(profile: str, host: str | None = None) -> Path:
 
 def profile_figures_dir(profile: str, host: str | None = None) -> Path:
     """One profile's figures from one machine: ``figures/<host-id>/<profile>/`` (PNG + SVG)."""
-    return FIGURES_DIR / (host or current_host_id()) / profile
+    return figures_dir() / (host or current_host_id()) / profile
 
 
 def current_host_id() -> str:
@@ -59,3 +82,31 @@ def current_host_id() -> str:
 def profile_runs_dir(profile: str, override: str | Path | None = None) -> Path:
     """Where a profile's run records go: ``override`` if given, else ``data/runs/<profile>``."""
     return Path(override) if override else runs_dir() / profile
+
+
+@dataclass(frozen=True)
+class StudyPaths:
+    """Where one profile's study reads and writes: run records, figures, tables, the report.
+    Every notebook, the report and the README block resolve their paths here, once."""
+
+    runs: Path
+    figures: Path
+    tables: Path
+    report: Path
+
+    @classmethod
+    def for_profile(cls, profile: str, runs_root: str | Path = "", figures_dir: str | Path = "",
+                    tables_dir: str | Path = "", report_path: str | Path = "") -> StudyPaths:
+        """This machine's places for ``profile``; a non-empty argument overrides one of them."""
+        results = profile_results_dir(profile)
+        return cls(runs=profile_runs_dir(profile, runs_root or None),
+                   figures=Path(figures_dir) if figures_dir else profile_figures_dir(profile),
+                   tables=Path(tables_dir) if tables_dir else results / "tables",
+                   report=Path(report_path) if report_path else results / "report.html")
+
+    @classmethod
+    def committed(cls, profile: str, host: str) -> StudyPaths:
+        """The committed results of ``profile`` from machine ``host`` (``data/results/<host>/``)."""
+        results = profile_results_dir(profile, host)
+        return cls(runs=results / "runs", figures=profile_figures_dir(profile, host),
+                   tables=results / "tables", report=results / "report.html")

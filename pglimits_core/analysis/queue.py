@@ -3,13 +3,11 @@ table carries each variant's durability class and is grouped by it: compare with
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from pglimits_core.analysis import queue_consumer_crash, queue_health, queue_recovery
 from pglimits_core.analysis.queue_durability import ensure_class, fill_by_variant, sort_by_class
-from pglimits_core.analysis.runs import by_role, entry_rows, load_records, measured
+from pglimits_core.analysis.runs import by_role, entry_rows, measured
 from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 
@@ -18,8 +16,10 @@ COLUMNS = ("run_id", "experiment", "variant", "durability_class", "role", "consu
 LOWER_BOUND_WHY = {"throughput": "backlog ran out", "steady": "producer-bound"}
 
 
-def queue_frame(runs_root: Path | None = None) -> pd.DataFrame:
-    frame = entry_rows(load_records("queue", runs_root))
+def queue_frame(records: list[dict]) -> pd.DataFrame:
+    """One row per run × role × measured phase of the queue records (``analysis.runs``), each
+    with its variant's durability class."""
+    frame = entry_rows(records)
     return fill_by_variant(frame) if not frame.empty else pd.DataFrame(columns=list(COLUMNS))
 
 
@@ -193,17 +193,6 @@ def _cliff_row(name: str, probes: pd.DataFrame) -> dict:
             "probes_per_rate": int(probes.groupby("offered_per_s").size().max())}
 
 
-def outcome_table(outcome: dict | None) -> pd.DataFrame:
-    """What could not be run and why (unavailable servers, failed points) — never hidden."""
-    if not outcome:
-        return pd.DataFrame(columns=["what", "reason"])
-    rows = [{"what": f"server {name}", "reason": reason} for name, reason in outcome.get("unavailable", {}).items()]
-    rows += [{"what": f"{f['experiment']} {f['variant']}", "reason": f["error"]} for f in outcome.get("failures", [])]
-    failed_runs = [r for r in outcome.get("runs", []) if r.status != "complete"]
-    rows += [{"what": f"run {r.path.name}", "reason": r.error} for r in failed_runs]
-    return pd.DataFrame(rows, columns=["what", "reason"])
-
-
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every queue table of one frame of runs, by name."""
     tables = {"throughput": throughput_table(frame), "steady": throughput_table(frame, "steady"),
@@ -216,34 +205,3 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables["recovery"] = queue_recovery.recovery_table(tables["recovery_drills"])
     tables["consumer_crash"] = queue_consumer_crash.consumer_crash_table(frame)
     return tables
-
-
-def queue_report(profile: str, runs_root: str = "", figures_dir: str = "",
-                 tables_dir: str = "") -> dict[str, pd.DataFrame]:
-    """All queue tables of a profile's runs; figures saved (PNG + SVG) for every table with data
-    (default ``figures/<host-id>/<profile>/``); tables as Markdown + CSV (default
-    ``data/results/<host-id>/<profile>/tables/``)."""
-    from pglimits_core.config import profile_figures_dir, profile_results_dir, profile_runs_dir
-    from pglimits_core.plotting import figures
-
-    tables = all_tables(queue_frame(profile_runs_dir(profile, runs_root)))
-    figures.save_queue_figures(tables, Path(figures_dir) if figures_dir else profile_figures_dir(profile))
-    _write_tables(tables, Path(tables_dir) if tables_dir else profile_results_dir(profile) / "tables")
-    return tables
-
-
-def _write_tables(tables: dict[str, pd.DataFrame], directory: Path) -> None:
-    """CSV as computed; Markdown with "—" for a missing value (a verdict that does not apply)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, table in tables.items():
-        table.to_csv(directory / f"queue-{name}.csv", index=False)
-        shown = table.astype(object).where(table.notna(), "—")
-        (directory / f"queue-{name}.md").write_text(shown.to_markdown(index=False) if not table.empty else "(no data)\n")
-
-
-def servers_table(profile: str, runs_root: str = "") -> pd.DataFrame:
-    """Versions of the servers these queue runs measured (from their manifests)."""
-    from pglimits_core.analysis.runs import versions_table
-    from pglimits_core.config import profile_runs_dir
-
-    return versions_table(load_records("queue", profile_runs_dir(profile, runs_root)))

@@ -13,12 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis import queue as queue_tables
-from pglimits_core.analysis.queue_consumer_crash import CONSUMER_CRASH_CAPTION
-from pglimits_core.analysis.runs import load_records
-from pglimits_core.analysis.seed_figures import AGREEMENT_SLACK, comparison_table
+from pglimits_core.config import StudyPaths
 from pglimits_core.plotting import html_report
 from pglimits_core.plotting.html_report import Section
+from pglimits_core.record.records import load_records
 from pglimits_core.record.rundir import PARTIAL_SUFFIX
 from pglimits_core.studies.status import require_complete
 
@@ -117,37 +115,32 @@ def method_table(records: list[dict[str, Any]]) -> pd.DataFrame:
         runs=("point", "size"), repetitions_per_point=("point", lambda p: p.value_counts().max())).reset_index()
 
 
-def planned_points(profile: str) -> set[tuple[str, str]]:
-    """(variant label, experiment) pairs the profile asks for."""
+def planned_points(profile: str) -> set[tuple[str, str, str]]:
+    """(workload, variant label, experiment) of every point the profile asks for — from the same
+    ``plan()`` the studies run, so every kind of point (sweeps, searches, drills) is covered."""
     from pglimits_core.profiles import load_profile
-    from pglimits_core.studies.queue import variant
+    from pglimits_core.workloads.registry import workloads
 
-    queue = load_profile(profile).queue
-    labels = [variant(**spec).label for spec in queue.variants]
-    sections = {"throughput": queue.throughput, "steady": queue.steady, "latency": queue.latency,
-                "cliff": queue.cliff, "consumer_crash": queue.consumer_crash}
-    planned = {(label, experiment) for experiment, section in sections.items() if section
-               for label in labels if section.includes(label)}
-    if queue.recovery:  # a drill may name a variant the sweeps do not run (SQLite OFF)
-        planned |= {(label, "recovery") for label in queue.recovery.variants}
-    return planned
+    loaded = load_profile(profile)
+    return {(w.name, point.label, point.experiment) for w in workloads() if loaded.section(w.name) is not None
+            for point in w.plan(loaded.section(w.name), loaded)}
 
 
 def not_run_table(records: list[dict[str, Any]], runs_root: Path, profile: str) -> pd.DataFrame:
     """Failed runs (with their error), interrupted runs, and planned points with no complete run."""
-    rows = [{"what": f"{m['params'].get('experiment')} {m['params'].get('variant')}", "status": "failed",
+    rows = [{"what": f"{m['study']} {m['params'].get('experiment')} {m['params'].get('variant')}", "status": "failed",
              "why": m.get("error") or "no error recorded", "run": m["run_id"]}
             for m in (r["manifest"] for r in records) if m.get("status") == "failed"]
     partial = sorted(runs_root.glob(f"*{PARTIAL_SUFFIX}")) if runs_root.exists() else []
     rows += [{"what": p.name, "status": "interrupted",
               "why": "the run's process stopped before finishing (Ctrl-C or crash); never read as data",
               "run": p.name} for p in partial]
-    done = {(r["manifest"]["params"].get("variant"), r["manifest"]["params"].get("experiment"))
+    done = {(r["manifest"]["study"], r["manifest"]["params"].get("variant"), r["manifest"]["params"].get("experiment"))
             for r in records if r["manifest"].get("status") == "complete"}
-    rows += [{"what": f"{exp} {label}", "status": "missing", "run": "—",
+    rows += [{"what": f"{study} {exp} {label}", "status": "missing", "run": "—",
               "why": "planned by the profile but no complete run record: its server was unavailable "
                      "or the point failed before recording (the workload notebook's outcome table says which)"}
-             for label, exp in sorted(planned_points(profile) - done)]
+             for study, label, exp in sorted(planned_points(profile) - done)]
     return pd.DataFrame(rows, columns=["what", "status", "why", "run"])
 
 
@@ -171,102 +164,53 @@ def _flagged(name: str, value: Any) -> bool:
     return not bool(value) if name == "NOT SUSTAINED" else bool(value)
 
 
-def _fresh_figures(directory: Path, since: float) -> list[Path]:
-    """PNGs written by this report run (older files belong to another profile or run)."""
-    return sorted(p for p in directory.glob("queue-*.png") if p.stat().st_mtime >= since - 1)
-
-
-CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b> (fsync per commit / periodic / "
-                     "none) and is grouped by it: compare variants within a class, since a class promises more "
-                     "than the next. Flags: <span class='flag'>client-bound</span> = the load generator, not the "
-                     "server, ran out of CPU (the point is a floor for the server); a blank (—) client-bound "
-                     "cell means the verdict does not apply (SQLite: its engine runs inside the client) or was "
-                     "not recorded; <span class='flag'>NOT SUSTAINED</span> = achieved/consumed below 95 % of "
-                     "offered (its latency is not a claim at that rate); <span class='flag'>LOWER BOUND (≥)</span> "
-                     "= every run of the point had its consumers wait on something else — a burn-down that "
-                     "emptied its prefill inside the window (<span class='flag'>backlog ran out</span>) or a "
-                     "steady-state point whose producers never reached the target depth (<span class='flag'>"
-                     "depth not held</span>, producer-bound) — so the consumers can do at least that rate. "
-                     "<code>runs</code> counts the runs behind the number, <code>runs_recorded</code> every run "
-                     "of the point. End-to-end latency runs from each message's intended send time to its claim.")
-
-CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)",
-            "steady": "Steady state per consumer count (producers hold a target depth; ≥ = producer-bound)",
-            "latency": "Latency at matched offered rates (open loop; enqueue from the intended start, "
-                       "end to end from the intended send time to the claim)",
-            "cliff": "The cliff: highest sustainable rate and the first rate that failed",
-            "cliff_points": "Every rate-search probe",
-            "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
-                        "cache, so 0 lost does not separate durability classes (an OS crash would)",
-            "consumer_crash": CONSUMER_CRASH_CAPTION}
-REFERENCE_CAPTIONS = {
-    "resources": "Resources per latency run. Consumers back off 1 ms after each empty claim (an idle poll): "
-                 "at low rates most consumer CPU is polling, so CPU µs per message includes it — read it "
-                 "beside idle_polls_per_s and idle_polls_per_msg. SQLite busy waits are summed over the load "
-                 "workers.",
-    "recovery_drills": "Every crash drill (one row per drill)"}
-
-
-def _seed_paragraphs() -> list[str]:
-    return ["The source documents ran on other hardware, so their absolute numbers are not comparable; "
-            "the <i>ratio</i> between two systems measured on the same box is. Seed figures are quoted from "
-            "<code>docs/SOURCES.md</code>; ours are computed from the tables above, <b>both sides from one durability "
-            "class</b> (one row per class measured on both sides; e.g. SQLite <code>synchronous=FULL</code> "
-            "vs Postgres <code>synchronous_commit=on</code> at per-commit durability). The seed's own "
-            "durability is quoted beside it. Verdict: <b>agree</b> when our ratio lies within the seed's "
-            f"range widened ×{AGREEMENT_SLACK} each way; <b>same direction, different size</b> when the same "
-            "system wins; <b>differ</b> when the other one does, or when one of ours did not sustain the rate "
-            "the seed measured both at (the reason is stated); <b>not compared</b> when no durability class "
-            "was measured on both sides (the ratio is then shown as context only). The seed's Redis "
-            "baseline was pipelined, so ours is the pipelined variant. Latency pairs use the seed's offered "
-            "rate; a pair measured only at another rate is shown for context and judged <b>not "
-            "comparable</b>."]
-
-
-def queue_sections(tables: dict[str, pd.DataFrame], figures: list[Path]) -> list[Section]:
-    headline = [(CAPTIONS[k], flag_points(tables[k])) for k in CAPTIONS if k in tables]
-    extra = [(REFERENCE_CAPTIONS.get(k, f"queue {k}"), flag_points(t)) for k, t in tables.items() if k not in CAPTIONS]
-    return [Section("Queue: headline tables", [CLIENT_BOUND_NOTE], headline),
-            Section("Queue: figures", figures=figures),
-            Section("Queue: resources, Postgres health, every crash drill", tables=extra, collapsed=True)]
+SEED_INTRO = ("The source documents ran on other hardware, so their absolute numbers are not comparable; "
+              "the <i>ratio</i> between two systems measured on the same box is. Seed figures are quoted "
+              "from <code>docs/SOURCES.md</code>; ours are computed from the tables above.")
 
 
 def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
                    tables_dir: str = "") -> list[Section]:
-    """Every section of the report, computed from the profile's run records."""
-    from pglimits_core.config import profile_figures_dir, profile_runs_dir
+    """Every section of the report, computed from the profile's run records: per workload of
+    the registry its tables and figures (``analysis.outputs``, written once, embedded as written)."""
+    from pglimits_core.analysis.outputs import build_outputs
+    from pglimits_core.workloads.registry import workloads
 
     require_complete(profile)  # an interrupted or failed study is not presented as a result
-    root = profile_runs_dir(profile, runs_root)
-    records = load_records("queue", root)
-    started = time.time()
-    tables = queue_tables.queue_report(profile, runs_root, figures_dir, tables_dir)
-    figures = _fresh_figures(Path(figures_dir) if figures_dir else profile_figures_dir(profile), started)
-    comparison = comparison_table(tables)
-    headline, figure_section, reference = queue_sections(tables, figures)
-    _write_table(comparison, "report-seed-comparison", tables_dir, profile)
+    paths = StudyPaths.for_profile(profile, runs_root, figures_dir, tables_dir)
+    records = load_records(None, paths.runs)
+    results, reference, comparisons, notes = [], [], [], []
+    for workload in workloads():
+        outputs = build_outputs(workload, paths.runs, paths.figures, paths.tables)
+        if not outputs.records or workload.report_sections is None:
+            continue
+        shown, kept_for_later = workload.report_sections(outputs.tables, outputs.figure_paths)
+        results += shown
+        reference += kept_for_later
+        if workload.seed_comparison is not None:
+            comparisons.append(workload.seed_comparison(outputs.tables))
+            notes += workload.seed_notes
+    comparison = pd.concat(comparisons, ignore_index=True) if comparisons else pd.DataFrame()
+    _write_table(comparison, "report-seed-comparison", paths.tables)
     # Order: what the numbers are and what they mean first; long reference material (the
     # ledger, resources, full settings) after the figures so a reader meets the results early.
     return [Section("Hardware", tables=[("The box (from the run manifests)", hardware_table(records)),
                                         ("Method per experiment", method_table(records))]),
             Section("Versions", tables=[("Servers", server_versions(records)),
                                         ("Client libraries", client_versions(records))]),
-            headline, figure_section,
-            Section("Beside the source documents (ratios between systems)", _seed_paragraphs(),
+            *results,
+            Section("Beside the source documents (ratios between systems)", [SEED_INTRO, *notes],
                     [("Seed headline figures vs this study", comparison)]),
             Section("What could not be run, and why", tables=[("Failed, interrupted and missing points",
-                                                                not_run_table(records, root, profile))]),
+                                                                not_run_table(records, paths.runs, profile))]),
             Section("Tuning ledger", ["Every non-default setting each server ran with, and why."],
                     [("Tuned settings", tuning_ledger(records))]),
-            reference,
+            *reference,
             Section("Full server settings", tables=[("As each server reported them", server_settings(records))],
                     collapsed=True)]
 
 
-def _write_table(table: pd.DataFrame, name: str, tables_dir: str, profile: str) -> None:
-    from pglimits_core.config import profile_results_dir
-
-    directory = Path(tables_dir) if tables_dir else profile_results_dir(profile) / "tables"
+def _write_table(table: pd.DataFrame, name: str, directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     table.to_csv(directory / f"{name}.csv", index=False)
     (directory / f"{name}.md").write_text(table.to_markdown(index=False) if not table.empty else "(no data)\n")
@@ -275,9 +219,7 @@ def _write_table(table: pd.DataFrame, name: str, tables_dir: str, profile: str) 
 def write_report(sections: list[Section], profile: str, report_path: str = "") -> Path:
     """The self-contained HTML report (default ``data/results/<host-id>/<profile>/report.html``);
     returns its path."""
-    from pglimits_core.config import profile_results_dir
-
-    path = Path(report_path) if report_path else profile_results_dir(profile) / "report.html"
+    path = StudyPaths.for_profile(profile, report_path=report_path).report
     intro = (f"Profile <b>{profile}</b>. Every number below is computed from run records "
              f"(<code>manifest.json</code>, <code>summary.json</code>); generated "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from pglimits_core.analysis.queue_durability import run_class
-from pglimits_core.record.rundir import finished_runs
-
-
-def load_records(study: str, runs_root: Path | None = None) -> list[dict[str, Any]]:
-    """Finished runs of ``study``: {"path", "manifest", "summary"} (summary None if missing)."""
-    records = []
-    for path in finished_runs(runs_root):
-        manifest = json.loads((path / "manifest.json").read_text())
-        if manifest.get("study") != study:
-            continue
-        summary_path = path / "summary.json"
-        summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
-        records.append({"path": path, "manifest": manifest, "summary": summary})
-    return records
 
 
 def entry_rows(records: list[dict[str, Any]]) -> pd.DataFrame:

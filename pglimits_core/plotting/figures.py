@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# No backend is forced here: matplotlib picks Agg where there is no display (papermill, CI) and
+# the inline backend in JupyterLab; MPLBACKEND overrides both.
 import matplotlib
-import matplotlib.ticker  # noqa: E402
+import matplotlib.pyplot as plt
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # headless: papermill and CI have no display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from pglimits_core.analysis.queue import flag_set  # noqa: E402
-from pglimits_core.analysis.queue_durability import classes_in, ensure_class, label  # noqa: E402
-from pglimits_core.config import FIGURES_DIR  # noqa: E402
+from pglimits_core.analysis.queue import flag_set
+from pglimits_core.analysis.queue_durability import classes_in, ensure_class, label
+from pglimits_core.config import figures_dir
 
 # One colour per system family, the same in every figure (variants differ by line style).
 ENGINE_COLOURS = {
@@ -45,7 +45,7 @@ def _finish(ax) -> None:
 
 def save_figure(fig: plt.Figure, name: str, directory: Path | None = None) -> list[Path]:
     """Write ``name``.png (150 dpi) and ``name``.svg; returns both paths."""
-    directory = Path(directory or FIGURES_DIR)
+    directory = Path(directory or figures_dir())
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / f"{name}.png", directory / f"{name}.svg"]
     fig.savefig(paths[0], dpi=150, bbox_inches="tight")
@@ -202,28 +202,3 @@ def dead_tuples_chart(series: pd.DataFrame) -> plt.Figure:
            title="Postgres queue health: dead tuples under churn (autovacuum naptime 10 s)")
     _finish(ax)
     return fig
-
-
-# table name -> (figure name, chart, the column that must have data); each saved via save_figure
-QUEUE_CHARTS = {
-    "throughput": ("queue-consumer-sweep", consumer_sweep_chart, "jobs_per_s"),
-    "steady": ("queue-steady-state", lambda t: consumer_sweep_chart(
-        t, "Queue steady state: producers hold ~target depth, consumers swept\n"
-           "(▲: the producers could not hold the depth — producer-bound, a lower bound)"), "jobs_per_s"),
-    "latency": ("queue-latency", latency_chart, "e2e_p99_ms"),
-    "cliff_points": ("queue-cliff", cliff_chart, "consumed_per_s"),
-    "dead_tuples": ("queue-dead-tuples", dead_tuples_chart, "dead_tuples"),
-    "recovery_drills": ("queue-recovery", recovery_chart, "recovery_s"),
-}
-
-
-def save_queue_figures(tables: dict[str, pd.DataFrame], directory: Path) -> list[Path]:
-    """Every queue chart whose table has data (an all-blank chart says nothing); returns the paths."""
-    paths = []
-    for key, (name, chart, column) in QUEUE_CHARTS.items():
-        table = tables.get(key, pd.DataFrame())
-        if not table.empty and column in table and pd.to_numeric(table[column], errors="coerce").notna().any():
-            figure = chart(table.dropna(subset=[column]))
-            paths += save_figure(figure, name, directory)
-            plt.close(figure)
-    return paths

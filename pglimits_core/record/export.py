@@ -11,11 +11,31 @@ import argparse
 import shutil
 from pathlib import Path
 
-from pglimits_core.config import profile_results_dir, runs_dir
+from pglimits_core.config import current_host_id, profile_results_dir, results_dir, runs_dir
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.record.rundir import finished_runs
 
 EXPORTED_FILES = ("manifest.json", "summary.json", "timeseries.parquet", "samplers.parquet")
+
+
+def committed_hosts(profile: str) -> list[str]:
+    """Machines with committed ``profile`` results (``data/results/<host-id>/<profile>/runs``)."""
+    return sorted(p.parent.parent.name for p in results_dir().glob(f"*/{profile}/runs") if p.is_dir())
+
+
+def committed_host(profile: str, host: str | None = None, nearest: bool = False) -> str:
+    """The machine whose committed ``profile`` results to show: ``host`` if given, else this
+    machine if it has some, else the only one committed; with ``nearest``, else the first one
+    (the caller says whose results it shows)."""
+    hosts = committed_hosts(profile)
+    if host:
+        return host
+    if current_host_id() in hosts:
+        return current_host_id()
+    if len(hosts) == 1 or (nearest and hosts):
+        return hosts[0]
+    raise PGLimitsError(f"no single machine with committed {profile!r} results (found {hosts or 'none'})",
+                        f"run `make study PROFILE={profile}` and `make results`, or pass --host NAME")
 
 
 def committed_runs_root(profile: str, host: str | None = None) -> Path:

@@ -51,6 +51,14 @@ class Server(abc.ABC):
     #: True when the engine runs inside the client processes (an embedded database): there is
     #: no server CPU to weigh against the client's, so no client-bound verdict is given.
     engine_in_client: bool = False
+    #: "module:Class" of the no-op operation the harness ceiling runs against it (``calibration``)
+    noop_op: str | None = None
+    #: what a crash drill SIGKILLs: "server" (its whole process tree) or, for an embedded engine,
+    #: "producer" (the process holding the database is the engine)
+    crash_kill_target: str = "server"
+    #: regex of the log lines that say what a restart spent its time on (crash recovery, WAL
+    #: replay), kept in a crash drill's record as the evidence behind its recovery time
+    recovery_log_pattern: str | None = None
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None, **options: Any):
         from pglimits_core.config import state_dir
@@ -102,6 +110,21 @@ class Server(abc.ABC):
         """Make the next ``start()`` keep the settings a client changed at runtime (a variant's
         CONFIG SET), so a restart after a crash runs as the crashed server ran; returns them.
         Servers whose variants change nothing server-wide at runtime have nothing to pin."""
+        return {}
+
+    @classmethod
+    def sampler(cls, endpoint: Endpoint, tables: list[str] | None = None) -> Any:
+        """Its own per-second sampler beside the host sampler (None: the host's is all there is)."""
+        return None
+
+    @classmethod
+    def before_crash_load(cls, url: str) -> dict[str, Any]:
+        """Bring it to a known state before a crash drill's load (Postgres: CHECKPOINT); what was done."""
+        return {}
+
+    @classmethod
+    def state_at_crash(cls, url: str) -> dict[str, Any]:
+        """What the coming crash will cost it, read just before the kill (Postgres: WAL to replay)."""
         return {}
 
     def __enter__(self) -> Endpoint:

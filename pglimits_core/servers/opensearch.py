@@ -156,6 +156,7 @@ class OpenSearchServer(Server):
     """
 
     name = "opensearch"
+    noop_op = "pglimits_core.studies.noop_ops:HttpNoop"
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None, **options: Any):
         super().__init__(data_dir, port, **options)

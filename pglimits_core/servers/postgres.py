@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,35 @@ class PostgresServer(Server):
     """PostgreSQL 16.2 with the tuned settings; ``settings={...}`` overrides single keys."""
 
     name = "postgres"
+    noop_op = "pglimits_core.studies.noop_ops:PostgresNoop"
+    recovery_log_pattern = (r"was interrupted|not properly shut down|redo starts|redo done|automatic recovery"
+                            r"|end-of-recovery|ready to accept connections")
+
+    @classmethod
+    def sampler(cls, endpoint: Endpoint, tables: list[str] | None = None) -> Any:
+        from pglimits_core.samplers import PostgresSampler
+
+        return PostgresSampler(endpoint.url, tables=tables)
+
+    @classmethod
+    def before_crash_load(cls, url: str) -> dict[str, Any]:
+        """CHECKPOINT before the load: without it the WAL to replay holds whatever earlier points
+        wrote since the last timed checkpoint (tens of MB, uncontrolled), not the load's."""
+        with psycopg.connect(url, autocommit=True) as conn:
+            started = time.monotonic()
+            conn.execute("CHECKPOINT")
+            took = time.monotonic() - started
+            lsn = conn.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()").fetchone()[0]
+        return {"checkpoint": True, "checkpoint_s": round(took, 3), "redo_lsn": lsn}
+
+    @classmethod
+    def state_at_crash(cls, url: str) -> dict[str, Any]:
+        """WAL written since the last checkpoint's redo point: what crash recovery must replay, the
+        main driver of Postgres restart time (checkpoint_timeout and max_wal_size bound it)."""
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), redo_lsn), checkpoint_time "
+                               "FROM pg_control_checkpoint()").fetchone()
+        return {"wal_to_replay_bytes": int(row[0]), "last_checkpoint": row[1].isoformat()}
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None,
                  settings: dict[str, str] | None = None, start_timeout_s: float = 60, **options: Any):

@@ -114,6 +114,7 @@ class QdrantServer(Server):
     """
 
     name = "qdrant"
+    noop_op = "pglimits_core.studies.noop_ops:HttpNoop"
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None, **options: Any):
         super().__init__(data_dir, port, **options)

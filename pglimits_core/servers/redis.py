@@ -39,6 +39,14 @@ class RedisServer(Server):
     name = "redis"
     # one event-loop thread runs every command (io-threads 1 in configs/servers/redis.conf)
     cpu_ceiling_cores = 1
+    noop_op = "pglimits_core.studies.noop_ops:RedisNoop"
+    recovery_log_pattern = r"Loading|loaded|Ready to accept"
+
+    @classmethod
+    def sampler(cls, endpoint: Endpoint, tables: list[str] | None = None) -> Any:
+        from pglimits_core.samplers import RedisSampler
+
+        return RedisSampler(endpoint.url)
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None,
                  settings: dict[str, str] | None = None, start_timeout_s: float = 20, **options: Any):

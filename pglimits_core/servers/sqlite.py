@@ -45,6 +45,8 @@ class SQLiteServer(Server):
 
     name = "sqlite"
     engine_in_client = True  # whichever process opens the file runs the engine
+    noop_op = "pglimits_core.studies.noop_ops:SQLiteNoop"
+    crash_kill_target = "producer"  # no server: the process writing the file is the one to crash
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None,
                  pragmas: dict[str, str] | None = None, filename: str = "queue.db", **options: Any):

@@ -6,6 +6,7 @@ limit (MEASURING.md: a client-bound number is not a claim about the server).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.record.summary import build_summary
 from pglimits_core.samplers import HostSampler, SamplerSet
 from pglimits_core.samplers.classify import cpu_sum_error, host_frame_verdict
-from pglimits_core.studies.noop_ops import NOOP_OPS
+from pglimits_core.servers.registry import server_class
 
 
 @dataclass
@@ -64,13 +65,19 @@ def _with_cpu_verdict(entry: Any, host: Any, workers: int, system: str | None) -
                              verdict["client_bound_reason"])
 
 
+def noop_operation(system: str) -> type:
+    """The no-op operation class the server class names (``Server.noop_op``)."""
+    target = server_class(system).noop_op
+    if target is None:
+        raise PGLimitsError(f"no harness ceiling operation for {system!r}",
+                            f"set noop_op on its server class (see {__name__.rsplit('.', 1)[0]}.noop_ops)")
+    module_name, class_name = target.split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
 def harness_ceiling(system: str, url: str, workers: int = 1, duration_s: float = 2.0) -> dict[str, Any]:
     """``{"op", "workers", "ops_per_s", "p50_us", "p99_us"}`` of the system's no-op round trip."""
-    try:
-        operation = NOOP_OPS[system](url)
-    except KeyError:
-        raise PGLimitsError(f"no harness ceiling operation for {system!r}",
-                            f"add one to NOOP_OPS in {__name__.rsplit('.', 1)[0]}.noop_ops") from None
+    operation = noop_operation(system)(url)
     measured = closed_loop_rate(operation, workers, duration_s, system=system)
     service = measured.entry.latencies.get("service_time")
     return {"op": operation.name, "workers": workers, "duration_s": duration_s,

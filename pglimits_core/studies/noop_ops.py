@@ -83,7 +83,3 @@ class HttpNoop(ConnectedOp):
 
     def close(self) -> None:
         pass  # an opener holds no connection between requests
-
-
-NOOP_OPS = {"postgres": PostgresNoop, "redis": RedisNoop, "sqlite": SQLiteNoop,
-            "opensearch": HttpNoop, "qdrant": HttpNoop}

@@ -46,6 +46,7 @@ import psutil
 
 from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
 from pglimits_core.servers.process import process_tree
+from pglimits_core.servers.registry import server_class
 from pglimits_core.studies.queue import STUDY, QueueVariant, _scratch, drain, fresh_queue, variant
 from pglimits_core.studies.queue_recovery_record import (
     drill_outcome,
@@ -61,17 +62,6 @@ RECOVERY_LIMIT_S = 120.0   # the seed saw Postgres at 28-41 s; anything past 2 m
 PRODUCER_READY_S = 30.0    # the child must have connected before the load clock starts
 PRODUCER_SLACK_S = 30.0    # the producer stops itself this long after load_s if never killed
 
-# What a "crash" is per server kind. SQLite has no server: whichever process has the file open
-# is the engine, so the process to kill is the producer that writes it.
-KILL_TARGETS = {"postgres": "server", "redis": "server", "sqlite": "producer"}
-
-# The server log lines that say what a restart spent its time on (crash recovery, WAL replay),
-# kept in the drill's record as the evidence behind its recovery time.
-RECOVERY_LOG_LINES = {
-    "postgres": re.compile(r"was interrupted|not properly shut down|redo starts|redo done|automatic recovery"
-                           r"|end-of-recovery|ready to accept connections"),
-    "redis": re.compile(r"Loading|loaded|Ready to accept"),
-}
 MAX_LOG_LINES = 20
 
 
@@ -127,45 +117,14 @@ def confirmed_ids(ledger: Path) -> list[str]:
 
 
 # --- the kill -------------------------------------------------------------------------------------
-def postgres_wal_to_replay(url: str) -> dict[str, Any]:
-    """WAL written since the last checkpoint's redo point: what crash recovery must replay, the
-    main driver of Postgres restart time (checkpoint_timeout and max_wal_size bound it)."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), redo_lsn), checkpoint_time "
-                           "FROM pg_control_checkpoint()").fetchone()
-    return {"wal_to_replay_bytes": int(row[0]), "last_checkpoint": row[1].isoformat()}
-
-
-def postgres_checkpoint(url: str) -> dict[str, Any]:
-    """CHECKPOINT before the load: without it the WAL to replay holds whatever earlier points
-    wrote since the last timed checkpoint (tens of MB, uncontrolled), not the load's."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        started = time.monotonic()
-        conn.execute("CHECKPOINT")
-        took = time.monotonic() - started
-        lsn = conn.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()").fetchone()[0]
-    return {"checkpoint": True, "checkpoint_s": round(took, 3), "redo_lsn": lsn}
-
-
-# What a server needs before the load (a known starting state), and what its crash will cost,
-# read just before the kill; servers without an entry need and report nothing.
-BEFORE_LOAD = {"postgres": postgres_checkpoint}
-CRASH_STATE = {"postgres": postgres_wal_to_replay}
-
-
 def before_load(server_name: str, url: str) -> dict[str, Any]:
-    prepare = BEFORE_LOAD.get(server_name)
-    return prepare(url) if prepare else {}  # a failure here fails the drill: the state is unknown
+    # a failure here fails the drill: the starting state is unknown
+    return server_class(server_name).before_crash_load(url)
 
 
 def state_at_kill(server_name: str, url: str) -> dict[str, Any]:
-    probe = CRASH_STATE.get(server_name)
     try:
-        return probe(url) if probe else {}
+        return server_class(server_name).state_at_crash(url)
     except Exception as exc:  # the state is context, not the measurement: note it and kill anyway
         return {"state_error": f"{type(exc).__name__}: {exc}"}
 
@@ -177,13 +136,13 @@ def log_size(server: Any) -> int:
 
 def recovery_log_lines(server: Any, name: str, offset: int) -> list[str]:
     """The recovery lines the server logged after ``offset`` (its logs are appended to)."""
-    pattern, path = RECOVERY_LOG_LINES.get(name), getattr(server, "log_path", None)
+    pattern, path = server_class(name).recovery_log_pattern, getattr(server, "log_path", None)
     if pattern is None or path is None or not path.exists():
         return []
     with path.open("rb") as log:
         log.seek(offset)
         text = log.read().decode(errors="replace")
-    return [line.strip() for line in text.splitlines() if pattern.search(line)][:MAX_LOG_LINES]
+    return [line.strip() for line in text.splitlines() if re.search(pattern, line)][:MAX_LOG_LINES]
 
 
 def kill_server_tree(server: Any) -> dict[str, Any]:
@@ -274,17 +233,21 @@ def recover(server: Any, v: QueueVariant) -> dict[str, Any]:
 
 
 # --- one drill -------------------------------------------------------------------------------------
-def drill(ctx: Context, servers: dict[str, Any], v: QueueVariant, load_s: float,
+def drill(ctx: Context, fleet: Any, v: QueueVariant, load_s: float,
           rate: float | None, seed: int = 0, index: int = 0) -> RecordedRun:
     """One drill of one variant (``index`` among its repetitions), written as one run record
-    (failed records keep the reason)."""
+    (failed records keep the reason). Only a server this study started (in ``fleet.servers``)
+    is ever killed."""
     params = {"experiment": "recovery", "variant": v.label, "options": v.options, "drill": index,
               "load_s": load_s, "rate": rate, "kill_signal": "SIGKILL"}
     reused = ctx.reuse(STUDY, v.system, f"recovery:{v.label}", params)
     if reused:  # drilled before an interruption
         return reused
     with open_run(ctx, v, params, seed) as run_dir:
-        outcome = crash_and_recover(ctx, servers, v, load_s, rate, seed)
+        try:
+            outcome = crash_and_recover(ctx, getattr(fleet, "servers", {}), v, load_s, rate, seed)
+        finally:
+            sync_fleet(fleet, v.server, ctx)
         # the server as the variant ran it (Redis persistence is set per variant, at runtime)
         with_server_description(run_dir, v, ctx.descriptions.get(v.server, {}))
         return finish_run(run_dir, v, outcome)
@@ -327,7 +290,7 @@ def load_then_kill(server: Any, v: QueueVariant, url: str, ledger: Path, rate: f
                    load_s: float, seed: int) -> dict[str, Any]:
     producer = start_producer(v, url, ledger, rate, load_s, seed)
     time.sleep(load_s)
-    target = KILL_TARGETS[v.server]
+    target = server_class(v.server).crash_kill_target
     killed = {"target": target, "producer_pid": producer.pid}
     if target == "server":
         killed["state"] = state_at_kill(v.server, url)
@@ -343,26 +306,8 @@ def refresh_context(ctx: Context, servers: dict[str, Any], name: str) -> None:
     ctx.descriptions[name] = server.describe()
 
 
-# --- the study hook --------------------------------------------------------------------------------
-def run_recovery(ctx: Context, fleet: Any, spec: Any, variants: list[QueueVariant], seed: int,
-                 outcome: dict[str, Any], drills: int = 1) -> dict[str, Any]:
-    """``drills`` rounds of every drill of ``spec`` (a ``profiles.RecoveryDrill``), each drill its
-    own record; rounds, not one variant's drills back to back, so drift on the shared box
-    spreads over every system. Failures are kept, not raised."""
-    servers = getattr(fleet, "servers", {})  # an attached fleet owns no server objects
-    for index in range(drills):
-        for label in spec.variants:
-            try:
-                v = drilled_variant(label, variants)
-                outcome["runs"].append(drill(ctx, servers, v, spec.load_s, spec.rate, seed, index))
-                sync_fleet(fleet, v.server, ctx)
-            except Exception as exc:  # one system failing must not stop the others
-                outcome["failures"].append({"experiment": "recovery", "variant": label, "drill": index,
-                                            "error": f"{type(exc).__name__}: {exc}"})
-    return outcome
-
-
 def sync_fleet(fleet: Any, name: str, ctx: Context) -> None:
+    """The fleet hands out the restarted server's endpoint too (``servers status``, teardown)."""
     if name in getattr(fleet, "endpoints", {}) and name in ctx.endpoints:
         fleet.endpoints[name] = ctx.endpoints[name]
 

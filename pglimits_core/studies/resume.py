@@ -19,8 +19,8 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
-from pglimits_core.analysis.runs import load_records
 from pglimits_core.config import data_dir
+from pglimits_core.record.records import load_records
 from pglimits_core.record.rundir import PARTIAL_SUFFIX, utc_stamp
 from pglimits_core.record.summary import Summary
 

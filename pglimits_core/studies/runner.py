@@ -18,12 +18,7 @@ from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import RunDirectory, atomic_write_bytes, new_run_id
 from pglimits_core.record.summary import Summary
-from pglimits_core.samplers import (
-    HostSampler,
-    PostgresSampler,
-    RedisSampler,
-    SamplerSet,
-)
+from pglimits_core.samplers import HostSampler, SamplerSet
 from pglimits_core.samplers.classify import cpu_sum_error, host_frame_verdict
 from pglimits_core.servers.base import Endpoint
 from pglimits_core.servers.registry import server_class
@@ -63,19 +58,12 @@ class RecordedRun:
     extra: dict[str, Any]
 
 
-# Server-side samplers per server kind (the host sampler runs for every kind).
-SERVER_SAMPLERS = {
-    "postgres": lambda endpoint, tables: PostgresSampler(endpoint.url, tables=tables),
-    "redis": lambda endpoint, tables: RedisSampler(endpoint.url),
-}
-
-
 def samplers_for(server: str, endpoint: Endpoint, tables: list[str] | None) -> list[Any]:
     """The host sampler (client = the load workers only, server = its pids and their children)
-    plus the server kind's own sampler, if it has one."""
+    plus the server kind's own sampler, if its class has one (``Server.sampler``)."""
     host = HostSampler(client_pids=active_worker_pids, server_pids=lambda: list(endpoint.pids))
-    make = SERVER_SAMPLERS.get(server)
-    return [host, make(endpoint, tables)] if make else [host]
+    own = server_class(server).sampler(endpoint, tables)
+    return [host, own] if own is not None else [host]
 
 
 def run_recorded(ctx: Context, study: str, system: str, variant: str, server: str, spec: RunSpec,

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pglimits_core import profiles
 from pglimits_core.config import PROFILES_DIR
 from pglimits_core.record.rundir import finished_runs
-from pglimits_core.studies import queue_profile as queue_study
+from pglimits_core.studies.study import run_workload
+from pglimits_core.workloads.registry import workload
 
 pytestmark = pytest.mark.integration
 
@@ -25,11 +25,11 @@ def test_study_attaches_to_external_servers_and_leaves_them_running(
         spec["queue"].pop(experiment)
     spec["external"] = {"postgres": postgres_endpoint.url, "redis": redis_endpoint.url}
     (tmp_path / "ext.yaml").write_text(yaml.safe_dump(spec))
-    monkeypatch.setattr(profiles, "PROFILES_DIR", tmp_path)
+    monkeypatch.setenv("PGLIMITS_PROFILES_DIR", str(tmp_path))
 
-    outcome = queue_study.run_profile("ext", str(tmp_path / "runs"), progress=False)
+    outcome = run_workload(workload("queue"), "ext", tmp_path / "runs", progress=False)
 
-    assert outcome["failures"] == [] and outcome["unavailable"] == {}
+    assert outcome.failures == [] and outcome.unavailable == {}
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(tmp_path / "runs")]
     assert manifests and all(m["status"] == "complete" for m in manifests)
     urls = {m["system"]: next(iter(m["servers"].values()))["settings"]["external_url"] for m in manifests}

@@ -11,12 +11,14 @@ import uuid
 
 import pytest
 
-from pglimits_core.profiles import RecoveryDrill
 from pglimits_core.record.validate import validate_run_dir
 from pglimits_core.servers.fleet import Fleet
 from pglimits_core.studies.queue import variant
-from pglimits_core.studies.queue_recovery import drill, run_recovery
+from pglimits_core.studies.queue_plan import recovery_points
+from pglimits_core.studies.queue_recovery import drill
 from pglimits_core.studies.runner import build_context
+from pglimits_core.studies.study import StudyRun, run_points
+from pglimits_core.workloads.queue.profile import RecoveryDrill
 from tests.conftest import TEST_ROOT, server_processes
 
 pytestmark = pytest.mark.integration
@@ -42,7 +44,7 @@ def run_drill(fleet_and_context, system: str, **options):
     v = variant(system, **options)
     old_pids = list(ctx.endpoints[v.server].pids)
     old_tree = server_processes(old_pids)  # postmaster + backends of the incarnation to kill
-    run = drill(ctx, fleet.servers, v, LOAD_S, RATE, seed=3)
+    run = drill(ctx, fleet, v, LOAD_S, RATE, seed=3)
     assert run.status == "complete", run.error
     assert not [p for p in old_tree if p.is_running() and p.status() != "zombie"], "orphans left"
     assert fleet.servers[v.server].health(), "restarted server does not answer"
@@ -105,10 +107,11 @@ def test_redis_aof_always_keeps_what_it_acknowledged_and_the_next_variant_runs_i
 def test_repeated_drills_are_records_of_their_own(fleet_and_context):
     fleet, ctx = fleet_and_context
     spec = RecoveryDrill(variants=["sqlite_wal batch=1"], load_s=0.3, rate=RATE)
-    outcome = run_recovery(ctx, fleet, spec, [], seed=5, outcome={"runs": [], "failures": []}, drills=2)
-    assert outcome["failures"] == []
-    drills = [json.loads((run.path / "manifest.json").read_text())["params"]["drill"] for run in outcome["runs"]]
-    assert drills == [0, 1] and len({run.path for run in outcome["runs"]}) == 2
+    spec = spec.model_copy(update={"drills": 2})
+    outcome = run_points(recovery_points(spec, []), StudyRun(ctx, fleet, seed=5), "drills", progress=False)
+    assert outcome.failures == []
+    drills = [json.loads((run.path / "manifest.json").read_text())["params"]["drill"] for run in outcome.runs]
+    assert drills == [0, 1] and len({run.path for run in outcome.runs}) == 2
 
 
 def test_context_follows_the_restarted_servers(fleet_and_context):

@@ -93,7 +93,7 @@ def check_after_kill(study: dict, killed: subprocess.Popen, expect_orphans: bool
 
 def test_a_study_killed_three_times_resumes_to_the_planned_points_and_leaves_nothing(study: dict):
     from pglimits_core.analysis.report import planned_points
-    from pglimits_core.analysis.runs import load_records
+    from pglimits_core.record.records import load_records
 
     runs = study["data"] / "runs" / "test"
     first = start(study, "first")
@@ -116,7 +116,7 @@ def test_a_study_killed_three_times_resumes_to_the_planned_points_and_leaves_not
 
     records = [r["manifest"] for r in load_records("queue", runs)]
     complete = [m for m in records if m["status"] == "complete"]
-    assert {(m["params"]["variant"], m["params"]["experiment"]) for m in complete} == planned_points("test")
+    assert {(m["study"], m["params"]["variant"], m["params"]["experiment"]) for m in complete} == planned_points("test")
     identities = [point_identity(m["study"], m["system"], m["variant"], m["params"]) for m in complete]
     assert len(identities) == len(set(identities)), "a point was measured twice"
     assert all(not m["run_id"].endswith(PARTIAL_SUFFIX) for m in records)

@@ -21,7 +21,7 @@ def test_queue_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
 
     runs, figures, tables = tmp_path / "runs", tmp_path / "figures", tmp_path / "tables"
     papermill.execute_notebook(str(NOTEBOOKS_DIR / "10-queue.ipynb"), str(tmp_path / "out.ipynb"),
-                               parameters={"profile": "test", "runs_root": str(runs),
+                               parameters={"profile": "test", "measure": True, "runs_root": str(runs),
                                            "figures_dir": str(figures), "tables_dir": str(tables)},
                                cwd=str(NOTEBOOKS_DIR), progress_bar=False)
     records = finished_runs(runs)

@@ -23,7 +23,7 @@ from pglimits_core.studies.resume import point_identity
 from tests.conftest import TEST_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.notebook]
-RUN_ALL = [sys.executable, str(PROJECT_ROOT / "run_all.py"), "--profile", "test", "--only", "10-queue"]
+RUN_ALL = [sys.executable, str(PROJECT_ROOT / "run_all.py"), "--profile", "test", "--only", "queue"]
 
 
 @pytest.fixture

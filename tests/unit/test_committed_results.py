@@ -3,13 +3,12 @@ and the README's results block is what those records give (generated, never type
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from pglimits_core.analysis import queue as queue_tables
 from pglimits_core.analysis import readme_results
 from pglimits_core.config import PROJECT_ROOT
+from pglimits_core.record.export import committed_host
 
 RESULTS = PROJECT_ROOT / "data" / "results"
 
@@ -21,14 +20,13 @@ def test_committed_results_validate():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_readme_headline_table_is_generated_from_the_committed_records(tmp_path: Path):
-    host = readme_results.committed_host("full")
-    runs = RESULTS / host / "full" / "runs"
-    tables = queue_tables.queue_report("full", str(runs), str(tmp_path / "figures"), str(tmp_path / "tables"))
+def test_readme_results_block_is_exactly_what_the_committed_records_give():
+    """The whole block (every workload's headline, drills, figure links), recomputed from the
+    committed records without writing anything: a refactor that changes a number shows here."""
     readme = (PROJECT_ROOT / "README.md").read_text()
-    assert readme_results.headline_table(tables).to_markdown(index=False) in readme, (
-        "README's results block is stale: python -m pglimits_core.analysis.readme_results --profile full")
-    assert f"machine `{host}`" in readme
+    assert readme_results.results_block("full", write=False) in readme, (
+        "README's results block is stale: make results (or python -m pglimits_core.analysis.readme_results)")
+    assert f"machine `{committed_host('full')}`" in readme
 
 
 def test_an_unknown_host_is_a_one_line_error():

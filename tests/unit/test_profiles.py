@@ -9,9 +9,9 @@ def test_committed_profiles_validate_and_their_variants_exist(name):
     from pglimits_core.studies.queue import variant
 
     profile = profiles.load_profile(name)
-    labels = [variant(**spec).label for spec in profile.queue.variants]
+    labels = [variant(**spec).label for spec in profile.section("queue").variants]
     assert len(labels) == len(set(labels))
-    assert set(profile.queue.cliff.variants) <= set(labels)
+    assert set(profile.section("queue").cliff.variants) <= set(labels)
 
 
 def test_unknown_profile_lists_the_known_ones():
@@ -20,7 +20,7 @@ def test_unknown_profile_lists_the_known_ones():
 
 
 def test_unknown_key_and_bad_value_name_the_key(tmp_path, monkeypatch):
-    monkeypatch.setattr(profiles, "PROFILES_DIR", tmp_path)
+    monkeypatch.setenv("PGLIMITS_PROFILES_DIR", str(tmp_path))
     (tmp_path / "bad.yaml").write_text("queue: {variants: [{system: pg_delete}], colour: red,"
                                        " throughput: {consumers: [1], prefill: 1, duration_s: 1},"
                                        " latency: {rates: [1], duration_s: 1}}\n")
@@ -54,7 +54,7 @@ def test_full_profile_declares_the_source_study_datasets():
     ("{corpus: {documents: 0}}", "CorpusSpec.documents"),
 ])
 def test_bad_dataset_entries_name_the_key(tmp_path, monkeypatch, block, named):
-    monkeypatch.setattr(profiles, "PROFILES_DIR", tmp_path)
+    monkeypatch.setenv("PGLIMITS_PROFILES_DIR", str(tmp_path))
     (tmp_path / "bad.yaml").write_text("queue: {variants: [{system: pg_delete}],"
                                        " throughput: {consumers: [1], prefill: 1, duration_s: 1},"
                                        f" latency: {{rates: [1], duration_s: 1}}}}\ndatasets: {block}\n")
@@ -69,20 +69,20 @@ def test_the_report_plans_every_experiment_the_study_runs_and_only_those():
     from pglimits_core.analysis.report import planned_points
 
     planned = planned_points("quick")
-    assert ("pg_delete batch=1", "steady") in planned
-    assert ("pgmq batch=1", "steady") not in planned  # quick limits steady to three variants
-    assert ("sqlite_wal batch=1 synchronous=off", "recovery") in planned
-    assert ("sqlite_wal batch=1 synchronous=off", "throughput") not in planned
-    assert ("pg_delete batch=1", "cliff") in planned and ("pgmq batch=1", "cliff") not in planned
+    assert ("queue", "pg_delete batch=1", "steady") in planned
+    assert ("queue", "pgmq batch=1", "steady") not in planned  # quick limits steady to three variants
+    assert ("queue", "sqlite_wal batch=1 synchronous=off", "recovery") in planned
+    assert ("queue", "sqlite_wal batch=1 synchronous=off", "throughput") not in planned
+    assert ("queue", "pg_delete batch=1", "cliff") in planned and ("queue", "pgmq batch=1", "cliff") not in planned
 
 
 def test_an_experiment_filter_naming_no_variant_is_an_error_not_fewer_points():
     from pglimits_core.errors import PGLimitsError
     from pglimits_core.profiles import load_profile
-    from pglimits_core.studies.queue import variant
-    from pglimits_core.studies.queue_profile import _planned_points
+    from pglimits_core.studies.queue_plan import plan
 
-    queue = load_profile("quick").queue
+    profile = load_profile("quick")
+    queue = profile.section("queue")
     typo = queue.model_copy(update={"latency": queue.latency.model_copy(update={"variants": ["pg_delete batch=2"]})})
     with pytest.raises(PGLimitsError, match="pg_delete batch=2"):
-        _planned_points(typo, [variant(**spec) for spec in typo.variants])
+        plan(typo, profile)

@@ -19,7 +19,7 @@ from pglimits_core.studies.queue_consumer_crash import (
     crash_account,
     with_visibility_timeout,
 )
-from pglimits_core.studies.queue_profile import _planned_points
+from pglimits_core.studies.queue_plan import plan
 
 
 class DiesOnce:
@@ -98,13 +98,15 @@ def test_the_drill_sets_a_systems_own_visibility_timeout_and_keeps_the_label():
     assert with_visibility_timeout(variant("pg_skiplocked"), 2) == variant("pg_skiplocked")
 
 
-def test_every_profile_plans_the_drill_after_the_sweeps():
+def test_every_profile_plans_the_drill_after_the_sweeps_and_before_the_server_crashes():
     for name in ("test", "quick", "full"):
-        profile = load_profile(name).queue
-        points = [p[0] for p in _planned_points(profile, [variant(**s) for s in profile.variants])]
+        profile = load_profile(name)
+        points = [p.experiment for p in plan(profile.section("queue"), profile)]
         assert "consumer_crash" in points, name
         first = points.index("consumer_crash")
-        assert set(points[first:]) == {"consumer_crash"}, name
+        assert set(points[first:]) <= {"consumer_crash", "recovery"}, name
+        if "recovery" in points:  # the server crash drills come last: they kill what the others measured
+            assert set(points[points.index("recovery"):]) == {"recovery"}, name
 
 
 def drill_record(tmp_path, name, label="pg_skiplocked batch=1", guarantee="at-least-once",

@@ -8,8 +8,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from pglimits_core.analysis.outputs import draw_charts, save_figures
 from pglimits_core.analysis.queue_durability import label
-from pglimits_core.plotting.figures import ENGINE_COLOURS, consumer_sweep_chart, save_queue_figures
+from pglimits_core.plotting.figures import ENGINE_COLOURS, consumer_sweep_chart
+from pglimits_core.workloads.registry import workload
 
 
 def sweep_table() -> pd.DataFrame:
@@ -41,9 +43,15 @@ def test_every_queue_figure_is_saved_as_png_and_svg(tmp_path: Path):
     cliff = pd.DataFrame({"variant": ["pgmq batch=1"] * 2, "durability_class": ["per_commit"] * 2,
                           "offered_per_s": [2000.0, 3000.0], "consumed_per_s": [2000.0, 2400.0],
                           "failed": ["", "achieved 80 %"]})
-    paths = save_queue_figures({"throughput": sweep_table(), "steady": sweep_table(), "latency": latency,
+    paths = saved_charts({"throughput": sweep_table(), "steady": sweep_table(), "latency": latency,
                                 "cliff_points": cliff, "dead_tuples": pd.DataFrame()}, tmp_path)
     names = {p.name for p in paths}
     for stem in ("queue-consumer-sweep", "queue-steady-state", "queue-latency", "queue-cliff"):
         assert {f"{stem}.png", f"{stem}.svg"} <= names
     assert "queue-dead-tuples.png" not in names  # no data, no chart
+
+
+def saved_charts(tables, directory) -> list[Path]:
+    """The queue workload's charts of ``tables``, saved as the study saves them."""
+    saved = save_figures(draw_charts(workload("queue"), tables), directory)
+    return [path for paths in saved.values() for path in paths]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from pglimits_core.analysis.outputs import draw_charts, save_figures
 from pglimits_core.analysis.queue_recovery import SIGKILL_NOTE, recovery_drills, recovery_table
-from pglimits_core.plotting.figures import save_queue_figures
+from pglimits_core.workloads.registry import workload
 
 
 def drill(root: Path, name: str, variant: str, durability_class: str, recovery_s: float,
@@ -56,5 +57,11 @@ def test_zero_lost_is_never_shown_without_saying_a_kill_cannot_separate_classes(
 def test_the_recovery_chart_plots_one_point_per_drill(tmp_path: Path):
     drills = recovery_drills(drills_frame(tmp_path))
     assert len(drills) == 5 and drills.recovery_s.notna().sum() == 4  # the failed drill has no time
-    paths = save_queue_figures({"recovery_drills": drills}, tmp_path / "figures")
+    paths = saved_charts({"recovery_drills": drills}, tmp_path / "figures")
     assert {p.name for p in paths} == {"queue-recovery.png", "queue-recovery.svg"}
+
+
+def saved_charts(tables, directory) -> list[Path]:
+    """The queue workload's charts of ``tables``, saved as the study saves them."""
+    saved = save_figures(draw_charts(workload("queue"), tables), directory)
+    return [path for paths in saved.values() for path in paths]

@@ -7,7 +7,7 @@ import pandas as pd
 
 from pglimits_core.analysis.queue import any_verdict, cliff_table, latency_table, throughput_table
 from pglimits_core.analysis.queue_health import resources_table
-from pglimits_core.analysis.readme_results import headline_table
+from pglimits_core.analysis.queue_readme import headline_table
 
 EMPTY_LATENCY = pd.DataFrame(columns=["variant", "offered_per_s", "e2e_p99_ms", "sustained"])
 

@@ -1,0 +1,130 @@
+"""The study loop every workload shares: plan -> servers -> context -> points -> outcome.
+
+A workload supplies ``plan(section, profile) -> list[Point]`` (and the operations its points
+call); this module owns the rest: servers up (or attached), one ``Context`` for every point,
+progress on stderr (point, count, time left), resume (complete records reused), failures kept
+and reported instead of raised. Crash drills are ordinary points, planned last by their workload
+because they kill the servers the other points measured.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pglimits_core.config import profile_runs_dir
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.studies.runner import Context, RecordedRun
+
+
+@dataclass
+class StudyRun:
+    """What a point's call gets: the shared context, the fleet (a crash drill restarts its
+    servers through it) and the profile's seed."""
+
+    ctx: Context
+    fleet: Any
+    seed: int
+
+    @property
+    def servers(self) -> dict[str, Any]:
+        """The server objects this study started (an attached fleet owns none: nothing to kill)."""
+        return getattr(self.fleet, "servers", {})
+
+
+@dataclass(frozen=True)
+class Point:
+    """One planned point: ``experiment`` and ``label`` (the variant) are what its run record says
+    in ``params``; ``params`` are the point's own knobs (shown, and part of its identity);
+    ``server`` is the server it needs; ``call`` measures it and returns its ``RecordedRun`` (or
+    a result of its own, e.g. a rate search)."""
+
+    experiment: str
+    label: str
+    server: str
+    params: dict[str, Any]
+    call: Callable[[StudyRun], Any] = field(compare=False, repr=False)
+
+
+@dataclass
+class Outcome:
+    """What a study run produced: run records, other results (a rate search's verdict) by
+    (experiment, label), failures with their reasons, servers that could not run, reused records."""
+
+    runs: list[RecordedRun] = field(default_factory=list)
+    results: dict[tuple[str, str], Any] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    reused: int = 0
+
+    def keep(self, point: Point, result: Any) -> None:
+        if isinstance(result, RecordedRun):
+            self.runs.append(result)
+        elif isinstance(result, list) and all(isinstance(r, RecordedRun) for r in result):
+            self.runs.extend(result)
+        else:
+            self.results[(point.experiment, point.label)] = result
+
+
+def planned_servers(points: list[Point]) -> list[str]:
+    return sorted({point.server for point in points})
+
+
+def run_points(points: list[Point], run: StudyRun, title: str, progress: bool = True) -> Outcome:
+    """Every point in order; a point whose server is unavailable, or whose call raises, is a
+    failure with its reason — the others still run."""
+    from tqdm import tqdm
+
+    outcome = Outcome()
+    # Plain text on stderr (not a widget): run_all.py streams it, so a long study shows which
+    # point runs, how many are done and the time left; mininterval keeps the notebook small.
+    bar = tqdm(points, desc=title, disable=not progress, file=sys.stderr, mininterval=5)
+    for point in bar:
+        bar.set_postfix_str(f"{point.experiment}: {point.label}", refresh=False)
+        if point.server not in run.ctx.endpoints:
+            outcome.failures.append(_failure(point, f"server {point.server} unavailable"))
+            continue
+        try:
+            outcome.keep(point, point.call(run))
+        except Exception as exc:  # one system failing must not stop the others
+            outcome.failures.append(_failure(point, f"{type(exc).__name__}: {exc}"))
+    return outcome
+
+
+def _failure(point: Point, error: str) -> dict[str, Any]:
+    return {"experiment": point.experiment, "variant": point.label, "error": error}
+
+
+def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None = None,
+                 progress: bool = True, resume: bool = False) -> Outcome:
+    """``workload``'s study for a profile end to end: plan, servers up, context, every point,
+    servers down (also on error and Ctrl-C).
+
+    Records go to ``runs_root`` (default ``data/runs/<profile>``). ``resume`` reuses the
+    complete records of points already measured there; otherwise this workload's earlier
+    records are moved aside first, so one directory holds one run of the study.
+    """
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.studies.resume import DoneRuns, supersede_runs
+    from pglimits_core.studies.runner import build_context
+    from pglimits_core.studies.session import study_servers
+
+    profile = load_profile(profile_name)
+    section = profile.section(workload.name)
+    if section is None:
+        raise PGLimitsError(f"profile {profile_name} has no {workload.name!r} section",
+                            f"add one to configs/profiles/{profile_name}.yaml, or run another workload")
+    points = workload.plan(section, profile)
+    root = profile_runs_dir(profile_name, runs_root)
+    if not resume and (moved := supersede_runs(root, workload.name, profile_name)):
+        print(f"earlier {workload.name} records of profile {profile_name} moved to {moved}", file=sys.stderr)
+    with study_servers(planned_servers(points), external=profile.external) as fleet:
+        ctx = build_context(fleet, runs_root=root)
+        ctx.done = DoneRuns(root, workload.name) if resume else None
+        outcome = run_points(points, StudyRun(ctx, fleet, profile.seed), f"{workload.name} study", progress)
+    outcome.unavailable = dict(fleet.unavailable)
+    outcome.reused = ctx.done.reused if ctx.done else 0
+    return outcome

@@ -1,0 +1,83 @@
+"""The queue study's profile section (``queue:`` in ``configs/profiles/*.yaml``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from pglimits_core.profiles import ForVariants, Strict
+
+
+class ThroughputSweep(ForVariants):
+    consumers: list[PositiveInt] = Field(min_length=1)
+    prefill: PositiveInt
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 1.0
+
+
+class SteadySweep(ForVariants):
+    """Producers hold the backlog near ``target_depth``; consumers swept (the SQLite seed's runs)."""
+
+    consumers: list[PositiveInt] = Field(min_length=1)
+    producers: PositiveInt = 2
+    target_depth: PositiveInt = 5000
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 1.0
+
+
+class LatencySweep(ForVariants):
+    rates: list[PositiveFloat] = Field(min_length=1)
+    producers: PositiveInt = 2
+    consumers: PositiveInt = 2
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 1.0
+
+
+class CliffSearch(ForVariants):
+    start_rate: PositiveFloat = 1000
+    producers: PositiveInt = 2
+    consumers: PositiveInt = 4
+    probe_s: PositiveFloat = 3
+    p99_bound_ms: PositiveFloat = 50
+    max_probes: PositiveInt = 5
+    #: measurements per rate near the edge; a rate holds only if every one passes
+    repeats: PositiveInt = 3
+
+
+class RecoveryDrill(ForVariants):
+    """Crash drill (``studies.queue_recovery``): labels of queue variants ("sqlite_wal batch=1"),
+    seconds of producer load before the SIGKILL, and the producer's rate (null: flat out)."""
+
+    variants: list[str] = Field(min_length=1)
+    load_s: PositiveFloat = 5
+    rate: PositiveFloat | None = 1000
+    #: drills per variant, each its own run record (restart time is plotted against WAL replayed)
+    drills: PositiveInt = 1
+
+
+class ConsumerCrashDrill(ForVariants):
+    """Consumer-crash drill (``studies.queue_consumer_crash``): ``consumers`` burn down
+    ``prefill`` messages with the design's reaper running every ``visibility_timeout_s``/2;
+    consumer 0 SIGKILLs itself holding a claimed batch after ``kill_after_acks`` acknowledged
+    batches (a deterministic moment); ``duration_s`` must leave the reaper time to bring the
+    claims back (> time to the kill + the visibility timeout)."""
+
+    consumers: PositiveInt = 4
+    prefill: PositiveInt = 20000
+    kill_after_acks: PositiveInt = 200
+    visibility_timeout_s: PositiveInt = 2  # pgmq's vt_s is whole seconds
+    duration_s: PositiveFloat = 8
+    #: drills per variant, each its own run record
+    drills: PositiveInt = 1
+
+
+class QueueProfile(Strict):
+    variants: list[dict[str, Any]] = Field(min_length=1)
+    repetitions: PositiveInt = 1
+    throughput: ThroughputSweep
+    steady: SteadySweep | None = None
+    latency: LatencySweep
+    cliff: CliffSearch | None = None
+    consumer_crash: ConsumerCrashDrill | None = None
+    recovery: RecoveryDrill | None = None

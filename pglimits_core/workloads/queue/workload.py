@@ -1,0 +1,41 @@
+"""The queue study as a registry entry: Postgres SKIP LOCKED and pgmq vs a Redis reliable queue
+vs a SQLite WAL queue — throughput, steady state, latency at matched rates, the cliff, and the
+consumer and server crash drills."""
+
+from __future__ import annotations
+
+from pglimits_core.analysis.queue import all_tables, queue_frame
+from pglimits_core.analysis.queue_readme import readme_lines
+from pglimits_core.analysis.queue_report import SEED_NOTES, queue_sections
+from pglimits_core.analysis.seed_figures import comparison_table
+from pglimits_core.plotting import figures
+from pglimits_core.studies.queue_plan import plan
+from pglimits_core.workloads.queue.profile import QueueProfile
+from pglimits_core.workloads.registry import Chart, Workload
+
+
+def steady_chart(table):
+    return figures.consumer_sweep_chart(
+        table, "Queue steady state: producers hold ~target depth, consumers swept\n"
+               "(▲: the producers could not hold the depth — producer-bound, a lower bound)")
+
+
+WORKLOAD = Workload(
+    name="queue",
+    title="Queue",
+    notebook="10-queue",
+    section=QueueProfile,
+    plan=plan,
+    frame=queue_frame,
+    tables=all_tables,
+    charts=(Chart("throughput", "queue-consumer-sweep", figures.consumer_sweep_chart, "jobs_per_s"),
+            Chart("steady", "queue-steady-state", steady_chart, "jobs_per_s"),
+            Chart("latency", "queue-latency", figures.latency_chart, "e2e_p99_ms"),
+            Chart("cliff_points", "queue-cliff", figures.cliff_chart, "consumed_per_s"),
+            Chart("dead_tuples", "queue-dead-tuples", figures.dead_tuples_chart, "dead_tuples", under="queue_health"),
+            Chart("recovery_drills", "queue-recovery", figures.recovery_chart, "recovery_s")),
+    report_sections=queue_sections,
+    readme_lines=readme_lines,
+    seed_comparison=comparison_table,
+    seed_notes=SEED_NOTES,
+)

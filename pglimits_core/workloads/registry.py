@@ -1,0 +1,102 @@
+"""The workload registry: every study the project runs, and everything the rest of the code needs
+to know about it. ``run_all.py``, the profiles, the report, the README block and the notebooks
+loop over ``workloads()``; none of them names a workload.
+
+Adding a workload is one package (its profile section, ``plan``, tables, charts, report and
+README text, in a ``Workload``), one line in ``WORKLOADS`` and one notebook. Outside the
+repository (a plugin, or a test's toy workload) ``PGLIMITS_WORKLOADS="name=module:ATTR;..."``
+adds entries after the built-in ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pglimits_core.errors import PGLimitsError
+
+# name (= its profile section and `run_all.py --only` name) -> "module:attribute", in study order
+WORKLOADS: dict[str, str] = {
+    "queue": "pglimits_core.workloads.queue.workload:WORKLOAD",
+}
+EXTRA_ENV = "PGLIMITS_WORKLOADS"
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One figure of a workload: drawn from table ``table`` by ``draw`` when its column
+    ``needs`` has data (an all-blank chart says nothing), saved as ``name``.png/.svg."""
+
+    table: str
+    name: str
+    draw: Callable[[Any], Any]
+    needs: str
+    #: the table a notebook shows it under (default: the one it is drawn from)
+    under: str = ""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A study: what its profile section looks like, what it measures, how it is shown.
+
+    - ``section``: the pydantic model of its profile section (``configs/profiles/*.yaml``).
+    - ``plan(section, profile) -> list[studies.study.Point]``: every point, in order; the same
+      plan tells the report what was asked for.
+    - ``frame(records) -> DataFrame``: one tidy row per run (and role/phase) of its run records.
+    - ``tables(frame) -> dict[str, DataFrame]``: every table, by key.
+    - ``charts``: which tables are drawn, and how.
+    - ``report_sections(tables, figures) -> (results, reference)``: report sections; reference
+      material goes to the end of the report.
+    - ``readme_lines(tables) -> list[str]``: its part of the README results block.
+    - ``seed_comparison(tables) -> DataFrame``: the source studies' ratios beside ours (optional),
+      with ``seed_notes`` saying how to read them.
+    """
+
+    name: str
+    title: str
+    notebook: str
+    section: type
+    plan: Callable[[Any, Any], list[Any]]
+    frame: Callable[[list[dict[str, Any]]], Any]
+    tables: Callable[[Any], dict[str, Any]]
+    charts: tuple[Chart, ...] = ()
+    report_sections: Callable[[dict[str, Any], dict[str, list[Any]]], tuple[list[Any], list[Any]]] | None = None
+    readme_lines: Callable[[dict[str, Any]], list[str]] | None = None
+    seed_comparison: Callable[[dict[str, Any]], Any] | None = None
+    seed_notes: list[str] = field(default_factory=list)
+
+
+def _entries() -> dict[str, str]:
+    entries = dict(WORKLOADS)
+    for item in filter(None, os.environ.get(EXTRA_ENV, "").split(";")):
+        name, _, target = item.partition("=")
+        if not name or ":" not in target:
+            raise PGLimitsError(f"{EXTRA_ENV} entry {item!r} is not name=module:ATTR",
+                                f"fix {EXTRA_ENV}, e.g. toy=my_package.workload:WORKLOAD")
+        entries[name.strip()] = target.strip()
+    return entries
+
+
+def names() -> list[str]:
+    return list(_entries())
+
+
+def workload(name: str) -> Workload:
+    """The workload registered as ``name``; a one-line error listing the known ones otherwise."""
+    entries = _entries()
+    if name not in entries:
+        raise PGLimitsError(f"unknown workload {name!r}", f"use one of: {', '.join(entries)}")
+    module_name, attribute = entries[name].split(":")
+    found = getattr(importlib.import_module(module_name), attribute)
+    if found.name != name:
+        raise PGLimitsError(f"workload registered as {name!r} calls itself {found.name!r}",
+                            "make the registry key and Workload.name agree")
+    return found
+
+
+def workloads() -> list[Workload]:
+    """Every registered workload, in study order."""
+    return [workload(name) for name in _entries()]
