@@ -1,7 +1,8 @@
 """OpenSearch is never attached or labelled as Elasticsearch, and the client follows the server.
 
-No Elasticsearch server can be obtained here, so the refusals are checked against our real
-embedded OpenSearch: it is exactly what a user could wrongly pass as ``elasticsearch=URL``.
+The refusals are checked against our real embedded OpenSearch: it is exactly what a user could
+wrongly pass as ``elasticsearch=URL``. (The embedded Elasticsearch itself is tested in
+test_elasticsearch_server.py.)
 """
 
 import os
@@ -92,10 +93,14 @@ def test_cli_refuses_opensearch_given_as_elasticsearch(opensearch_url, isolated_
     assert not (isolated_state / "fleet.json").exists()
 
 
-def test_cli_elasticsearch_without_url_names_the_fix(isolated_state):
-    result = run_cli("servers", "up", "elasticsearch", state_dir=isolated_state)
+def test_cli_elasticsearch_without_java_names_the_fix(isolated_state, tmp_path):
+    """Without a URL the project starts its own node; with no Java that is one line naming the fix."""
+    env = {**os.environ, "PGLIMITS_STATE_DIR": str(isolated_state), "PATH": str(tmp_path)}  # no java on it
+    result = subprocess.run([sys.executable, "-m", "pglimits_core", "servers", "up", "elasticsearch"],
+                            capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, timeout=120,
+                            stdin=subprocess.DEVNULL)
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert "cannot be installed here" in lines[0]
-    assert "--external elasticsearch=http://127.0.0.1:9200" in lines[0]
+    assert "java 17+" in lines[0] and "fix: apt-get install -y openjdk-17-jdk-headless" in lines[0]
+    assert not (isolated_state / "fleet.json").exists()
