@@ -33,8 +33,8 @@ unit: setup ## run only the unit tests (no servers)
 lint: setup ## ruff over the package and tests
 	.venv/bin/ruff check pglimits_core tests run_all.py
 
-lab: setup ## JupyterLab with the servers up; they stop when you quit it
-	.venv/bin/pglimits servers up --detach
+lab: setup ## JupyterLab with the servers PROFILE's workloads need up; they stop when you quit it
+	servers=$$($(PY) -m pglimits_core.studies.study $(PROFILE)) && .venv/bin/pglimits servers up --detach $$servers
 	trap '.venv/bin/pglimits servers down' EXIT; .venv/bin/jupyter lab --ip 127.0.0.1 --notebook-dir notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 servers-down: ## stop servers left by `pglimits servers up --detach`

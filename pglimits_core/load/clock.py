@@ -2,7 +2,7 @@
 
 ``MonotonicClock`` reads ``time.monotonic_ns()`` (CLOCK_MONOTONIC: system-wide on Linux, so
 every worker process on the host shares one time line; never ``time.time()``, which jumps).
-``ManualClock`` only moves when told to — the unit tests' fake clock.
+The unit tests pass a fake clock of their own (``tests/unit/fake_clock.py``).
 """
 
 from __future__ import annotations
@@ -28,19 +28,3 @@ class MonotonicClock:
         remaining_ns = deadline_ns - time.monotonic_ns()
         if remaining_ns > 0:
             time.sleep(remaining_ns / 1e9)
-
-
-class ManualClock:
-    """A fake clock: ``sleep_until`` jumps forward; ``advance`` simulates work taking time."""
-
-    def __init__(self, start_ns: int = 0):
-        self.now = start_ns
-
-    def now_ns(self) -> int:
-        return self.now
-
-    def sleep_until(self, deadline_ns: int) -> None:
-        self.now = max(self.now, deadline_ns)
-
-    def advance(self, duration_ns: int) -> None:
-        self.now += duration_ns

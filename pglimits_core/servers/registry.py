@@ -1,7 +1,7 @@
 """Server registry: ``name -> "module:Class"``, imported lazily.
 
-Adding a server is one file and one line here. Two studies still key a fact by server name (its
-sampler in ``studies/runner.py``, its crash target in ``studies/queue_recovery.py``).
+Adding a server is one file and one line here. Everything a study needs to know about a server
+(its no-op operation, sampler, crash target and recovery log lines) lives on its class.
 """
 
 from __future__ import annotations

@@ -128,3 +128,20 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
     outcome.unavailable = dict(fleet.unavailable)
     outcome.reused = ctx.done.reused if ctx.done else 0
     return outcome
+
+
+def servers_needed(profile_name: str) -> list[str]:
+    """Every server the profile's workloads plan to use (``make lab`` starts these)."""
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.workloads.registry import workloads
+
+    profile = load_profile(profile_name)
+    return sorted({point.server for w in workloads() if profile.section(w.name) is not None
+                   for point in w.plan(profile.section(w.name), profile)})
+
+
+if __name__ == "__main__":  # `python -m pglimits_core.studies.study PROFILE`: the servers it needs
+    try:
+        print(" ".join(servers_needed(sys.argv[1] if len(sys.argv) > 1 else "full")))
+    except PGLimitsError as exc:
+        raise SystemExit(f"study: error: {exc}") from None

@@ -50,3 +50,7 @@ def test_queue_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
     latency_md = (tables / "queue-latency.md").read_text()
     assert latency_md.count("batch=1") == 3 and "claim_p99_ms" in latency_md and "e2e_p99_ms" in latency_md
     assert (tables / "queue-recovery.md").read_text().count("batch=1") == 3
+    # each chart is displayed under its table: the executed notebook carries them as images
+    executed = json.loads((tmp_path / "out.ipynb").read_text())
+    images = [out for cell in executed["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+    assert len(images) >= 4, f"{len(images)} figures in the executed notebook"

@@ -2,7 +2,6 @@
 
 import pytest
 
-from pglimits_core.load.clock import ManualClock
 from pglimits_core.load.loops import (
     ENDED_BY_DURATION,
     ENDED_BY_MAX_OPS,
@@ -15,6 +14,7 @@ from pglimits_core.load.loops import (
 from pglimits_core.load.operation import OpOutcome
 from pglimits_core.load.schedule import Window, intended_starts
 from pglimits_core.record.recorder import Recorder
+from tests.unit.fake_clock import ManualClock
 
 MS = 1_000_000
 S = 1_000_000_000

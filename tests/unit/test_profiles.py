@@ -86,3 +86,17 @@ def test_an_experiment_filter_naming_no_variant_is_an_error_not_fewer_points():
     typo = queue.model_copy(update={"latency": queue.latency.model_copy(update={"variants": ["pg_delete batch=2"]})})
     with pytest.raises(PGLimitsError, match="pg_delete batch=2"):
         plan(typo, profile)
+
+
+def test_what_could_not_be_run_lists_every_kind_of_planned_point_without_a_record(tmp_path):
+    """A missing steady-state point or crash drill shows up, not only the sweeps; a point with a
+    complete record does not."""
+    from pglimits_core.analysis.report import not_run_table
+
+    steady = {"manifest": {"study": "queue", "run_id": "r1", "status": "complete",
+                           "params": {"experiment": "steady", "variant": "pg_delete batch=1"}}, "summary": None}
+    missing = set(not_run_table([steady], tmp_path, "quick").what)
+    assert "queue steady sqlite_wal batch=1" in missing and "queue steady pg_delete batch=1" not in missing
+    assert "queue consumer_crash pg_skiplocked batch=1" in missing
+    assert "queue recovery sqlite_wal batch=1 synchronous=off" in missing
+    assert "queue cliff pg_delete batch=1" in missing

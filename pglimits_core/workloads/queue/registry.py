@@ -1,7 +1,8 @@
 """Queue systems: ``name -> "module:Class"`` (lazy import), the server each needs, its options.
 
-A new system is one adapter file plus one line in each table below; nothing else switches on
-system names. Options are validated here so a typo fails before any server starts.
+A new system is one adapter file plus one line in each table below (its chart colour, if it
+should not be grey, is one more in ``plotting.figures.ENGINE_COLOURS``). Options are validated
+here so a typo fails before any server starts.
 """
 
 from __future__ import annotations
