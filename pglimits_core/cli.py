@@ -94,12 +94,21 @@ def servers_status() -> None:
     if not recorded:
         console.print("no servers recorded as running")
         return
-    table = Table("server", "endpoint", "pids", "answers")
+    table = Table("server", "version", "endpoint", "pids", "answers")
     alive = fleet_mod.running_endpoints()
     for name, endpoint in recorded.items():
-        table.add_row(name, endpoint.url, " ".join(map(str, endpoint.pids)) or "-",
+        table.add_row(name, _answered_version(name, endpoint.url) if name in alive else "-", endpoint.url,
+                      " ".join(map(str, endpoint.pids)) or "-",
                       "[green]yes[/green]" if name in alive else "[red]no[/red]")
     console.print(table)
+
+
+def _answered_version(name: str, url: str) -> str:
+    """The version the running server reports about itself (not the one we meant to install)."""
+    try:
+        return str(server_class(name).describe_url(url).get("version") or "?")
+    except Exception as exc:  # a server that answers health but not describe: say so, do not fail
+        return f"? ({type(exc).__name__})"
 
 
 @servers_app.command("down")
@@ -127,11 +136,13 @@ def servers_install(names: list[str] = typer.Argument(None, help="default: all")
     """Obtain the server binaries (pinned, checksummed); idempotent."""
     for name in validate_names(names or list(SERVERS)):
         kind = server_class(name)
-        if kind.install.__func__ is Server.install.__func__:  # comes with the system, or external only
+        if kind.install.__func__ is Server.install.__func__:  # comes with the system (apt, stdlib)
             problems = kind.missing()
             console.print(f"{name}: nothing to install" + (f" — {problems[0][0]}" if problems else ""))
             continue
-        console.print(f"installing {name} ...")
+        # install() is idempotent and also finishes what missing() does not look at (Postgres'
+        # extension and OS user), so it always runs; the line only says which case this is
+        console.print(f"installing {name} ..." if kind.missing() else f"{name}: installed; checking")
         kind.install()
 
 
@@ -146,9 +157,6 @@ def doctor() -> None:
             problems = cls.missing()
         except Exception as exc:  # a broken adapter import is itself a diagnosis
             cls, problems = None, [(f"cannot load: {exc}", "make setup")]
-        if getattr(cls, "external_only", False):  # nothing to install: a note, not a failure
-            table.add_row(name, "[yellow]external only[/yellow]", "; ".join(f for _, f in problems) or "-")
-            continue
         missing_any |= bool(problems)
         status = "; ".join(p for p, _ in problems) or "[green]ok[/green]"
         table.add_row(name, status, "; ".join(f for _, f in problems) or "-")

@@ -56,6 +56,7 @@ def test_detached_status_down_and_refusing_a_second_up(isolated_state: Path):
     try:
         status = run("servers", "status")
         assert "redis" in status.stdout and "yes" in status.stdout
+        assert "7.0." in status.stdout  # the version the running redis-server reports
         second = run("servers", "up", "redis")
         assert second.returncode == 2 and "servers down" in second.stderr
     finally:
