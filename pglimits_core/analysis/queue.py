@@ -6,7 +6,12 @@ from __future__ import annotations
 import pandas as pd
 
 from pglimits_core.analysis import queue_consumer_crash, queue_health, queue_recovery
-from pglimits_core.analysis.queue_durability import ensure_class, fill_by_variant, sort_by_class
+from pglimits_core.analysis.queue_durability import (
+    ensure_class,
+    fill_by_variant,
+    run_class,
+    sort_by_class,
+)
 from pglimits_core.analysis.runs import by_role, entry_rows, measured
 from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
@@ -18,9 +23,30 @@ LOWER_BOUND_WHY = {"throughput": "backlog ran out", "steady": "producer-bound"}
 
 def queue_frame(records: list[dict]) -> pd.DataFrame:
     """One row per run × role × measured phase of the queue records (``analysis.runs``), each
-    with its variant's durability class."""
-    frame = entry_rows(records)
+    with its variant's durability class and the run's exactly-once accounting."""
+    frame = entry_rows(records, queue_run_columns)
     return fill_by_variant(frame) if not frame.empty else pd.DataFrame(columns=list(COLUMNS))
+
+
+def queue_run_columns(manifest: dict) -> dict:
+    """A queue run's own columns: durability class, the knobs every table groups by (present
+    even where a point has no such knob), the accounting, and the SQLite busy counters."""
+    params = manifest.get("params", {})
+    outcome = params.get("outcome", {})
+    return {"durability_class": run_class(manifest), "consumers": params.get("consumers"),
+            "producers": params.get("producers"), "rate": params.get("rate"),
+            "lost": outcome.get("lost"), "duplicates": outcome.get("duplicates"),
+            "produced": outcome.get("produced"), "left_after_run": outcome.get("drained_after"),
+            **_worker_busy(outcome)}
+
+
+def _worker_busy(outcome: dict) -> dict:
+    """SQLite busy-handler counters summed over the load workers (``worker_stats``); the study
+    process's own adapter (``adapter_stats``) only drains the queue, so its counters say nothing."""
+    stats = outcome.get("worker_stats") or {}
+    wait_ns = stats.get("busy_wait_ns")
+    return {"worker_busy_events": stats.get("busy_events"), "worker_busy_timeouts": stats.get("busy_timeouts"),
+            "worker_busy_wait_ms": None if wait_ns is None else wait_ns / 1e6}
 
 
 def throughput_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.DataFrame:

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.queue_durability import run_class
 
-
-def entry_rows(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per run × role × measured phase, with the latency percentiles flattened (µs)."""
+def entry_rows(records: list[dict[str, Any]],
+               run_columns: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per run × role × measured phase, with the latency percentiles flattened (µs).
+    ``run_columns(manifest)`` adds a workload's own per-run columns (its accounting, its classes)."""
     rows = []
     for record in records:
         manifest, summary = record["manifest"], record["summary"] or {"entries": []}
-        base = _run_columns(record["path"], manifest)
+        base = {**_run_columns(record["path"], manifest), **(run_columns(manifest) if run_columns else {})}
         for entry in summary["entries"]:
             rows.append({**base, **_entry_columns(entry)})
         if not summary["entries"]:
@@ -35,29 +36,23 @@ def by_role(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             rows[rows.role == "consumer"].set_index("run_id"))
 
 
+# params that describe the ask as a whole, not a point's knob; never flattened into columns
+NOT_KNOBS = ("experiment", "variant", "outcome", "spec", "options", "slo")
+
+
 def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """What every run record has, plus each scalar knob of its point (consumers, rate, clients...)."""
     params = manifest.get("params", {})
-    outcome = params.get("outcome", {})
+    knobs = {key: value for key, value in params.items()
+             if key not in NOT_KNOBS and (value is None or isinstance(value, (int, float, str, bool)))}
     return {"run_id": manifest["run_id"], "system": manifest["system"], "status": manifest["status"],
             "error": manifest.get("error"), "experiment": params.get("experiment"),
-            "variant": params.get("variant"), "durability_class": run_class(manifest),
-            "consumers": params.get("consumers"), "producers": params.get("producers"), "rate": params.get("rate"),
+            "variant": params.get("variant"), **knobs,
             "client_bound": manifest.get("client_bound"),
             "client_bound_reason": manifest.get("client_bound_reason"),
             "client_cpu_pct": manifest.get("cpu", {}).get("client_cpu_pct_median"),
             "server_cpu_pct": manifest.get("cpu", {}).get("server_cpu_pct_median"),
-            "lost": outcome.get("lost"), "duplicates": outcome.get("duplicates"),
-            "produced": outcome.get("produced"), "left_after_run": outcome.get("drained_after"),
-            **_worker_busy(outcome), "slo": params.get("slo"), "path": str(path)}
-
-
-def _worker_busy(outcome: dict[str, Any]) -> dict[str, Any]:
-    """SQLite busy-handler counters summed over the load workers (``worker_stats``); the study
-    process's own adapter (``adapter_stats``) only drains the queue, so its counters say nothing."""
-    stats = outcome.get("worker_stats") or {}
-    wait_ns = stats.get("busy_wait_ns")
-    return {"worker_busy_events": stats.get("busy_events"), "worker_busy_timeouts": stats.get("busy_timeouts"),
-            "worker_busy_wait_ms": None if wait_ns is None else wait_ns / 1e6}
+            "slo": params.get("slo"), "path": str(path)}
 
 
 def _entry_columns(entry: dict[str, Any]) -> dict[str, Any]:

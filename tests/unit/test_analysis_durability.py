@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pglimits_core.analysis.queue import queue_run_columns
 from pglimits_core.analysis.queue_durability import (
     UNKNOWN,
     design,
@@ -60,8 +61,8 @@ def test_busy_waits_come_from_the_workers_not_the_draining_parent():
     record = {"path": Path("/r1"), "summary": {"entries": []}, "manifest": manifest(
         {"pragmas": {"synchronous": 2}}, adapter_stats={"busy_events": 0},
         worker_stats={"busy_events": 41, "busy_wait_ns": 2_500_000, "busy_timeouts": 0})}
-    row = entry_rows([record]).iloc[0]
+    row = entry_rows([record], queue_run_columns).iloc[0]
     assert row.durability_class == "per_commit"
     assert (row.worker_busy_events, row.worker_busy_wait_ms, row.worker_busy_timeouts) == (41, 2.5, 0)
     older = {**record, "manifest": manifest({}, adapter_stats={"busy_events": 0})}
-    assert entry_rows([older]).iloc[0].worker_busy_events is None  # not recorded, not zero
+    assert entry_rows([older], queue_run_columns).iloc[0].worker_busy_events is None  # not recorded, not zero
