@@ -22,7 +22,7 @@ _EXPORTS = {
     "run_load": "driver", "RunSpec": "spec", "Role": "spec", "Phase": "spec",
     "OpenLoop": "spec", "ClosedLoop": "spec", "Operation": "operation", "OpOutcome": "operation",
     "WorkerContext": "operation", "current_worker": "operation",
-    "intended_start_ns": "operation", "search_rate": "ratesearch",
+    "intended_start_ns": "operation", "run_start_ns": "operation", "search_rate": "ratesearch",
     "Slo": "ratesearch", "PointResult": "ratesearch", "RateSearchResult": "ratesearch",
 }
 __all__ = sorted(_EXPORTS)

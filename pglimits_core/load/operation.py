@@ -60,6 +60,7 @@ class WorkerContext:
 
 _current: WorkerContext | None = None
 _intended_start_ns: int | None = None
+_run_start_ns: int | None = None
 
 
 def current_worker() -> WorkerContext | None:
@@ -85,6 +86,19 @@ def intended_start_ns() -> int | None:
 def set_intended_start(when_ns: int | None) -> None:
     global _intended_start_ns
     _intended_start_ns = when_ns
+
+
+def run_start_ns() -> int | None:
+    """When the run's first phase starts (``time.monotonic_ns()`` clock; the common start every
+    worker waited for), None before it. An operation that classes what it *receives* by the
+    phase the sender meant it for (a subscriber: by each message's intended publish time, not by
+    when it arrived) computes the phase windows from this."""
+    return _run_start_ns
+
+
+def set_run_start(when_ns: int | None) -> None:
+    global _run_start_ns
+    _run_start_ns = when_ns
 
 
 def normalize_outcome(outcome: OpOutcome | int | None) -> OpOutcome:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pglimits_core.load.clock import MonotonicClock
 from pglimits_core.load.loops import Executor, run_closed_loop, run_open_loop
-from pglimits_core.load.operation import WorkerContext, set_current_worker
+from pglimits_core.load.operation import WorkerContext, set_current_worker, set_run_start
 from pglimits_core.load.schedule import NS_PER_S, intended_starts, phase_windows
 from pglimits_core.load.spec import OpenLoop, Phase, Role
 from pglimits_core.record.recorder import Recorder, WorkerResult
@@ -125,6 +125,7 @@ def worker_main(plan: WorkerPlan, control: SharedControl, go_timeout_s: float,
         status, error = "failed", "never started: the run was aborted before the common start"
     else:
         recorder.run_start_ns = control.start_ns.value
+        set_run_start(recorder.run_start_ns)
         try:
             ended_by = run_plan(plan, recorder, MonotonicClock(), recorder.run_start_ns,
                                 lambda: control.stop.value != 0)

@@ -1,0 +1,210 @@
+"""The pub/sub study's tables: fan-out, the ceiling, commit serialization, idle listeners, the
+stuck subscriber and the largest payload — from run records only (``params.outcome`` holds each
+point's accounting and delivery latency, the summary the publishers' and writers' own numbers).
+
+Every table copes with an empty frame (a notebook opened before any results exist).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.analysis.runs import entry_rows, measured
+from pglimits_core.load.ratesearch import Slo, sustainable_rate
+
+GROUP = ["variant", "subscribers", "loop", "rate"]
+
+
+def outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The point's accounting flattened (delivery latency in ms), plus the outcome itself."""
+    outcome = manifest.get("params", {}).get("outcome") or {}
+    delivery = outcome.get("delivery") or {}
+    others = outcome.get("delivery_others") or {}
+    watch = outcome.get("server_watch") or {}
+    return {**{k: outcome.get(k) for k in ("published", "expected", "delivered", "lost", "duplicates", "reordered",
+                                           "unexpected", "before_subscribe", "delivered_ratio", "published_per_s",
+                                           "deliveries_per_s", "disconnects")},
+            **{f"delivery_{k}": delivery.get(f"{k}_ms") for k in ("p50", "p99", "p999", "max")},
+            "delivery_count": delivery.get("count"), "others_p99": others.get("p99_ms"),
+            "max_queue_usage": watch.get("max_queue_usage"), "max_omem_bytes": watch.get("max_omem_bytes"),
+            "outcome": outcome}
+
+
+def pubsub_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run × role of the measured window."""
+    return entry_rows(records, run_columns=outcome_columns)
+
+
+def _role(frame: pd.DataFrame, experiment: str, role: str) -> pd.DataFrame:
+    if frame.empty or "experiment" not in frame or "role" not in frame:
+        return pd.DataFrame()
+    rows = measured(frame)
+    return rows[(rows.experiment == experiment) & (rows.role == role)].copy()
+
+
+def _spread(values: pd.Series, digits: int = 2) -> str:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.empty:
+        return "—"
+    if len(values) == 1:
+        return f"{values.iloc[0]:.{digits}f}"
+    return f"{values.median():.{digits}f} ({values.min():.{digits}f}–{values.max():.{digits}f})"
+
+
+def _any(values: pd.Series) -> bool | None:
+    known = [bool(v) for v in values if v is not None and not pd.isna(v)]
+    return any(known) if known else None
+
+
+def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFrame:
+    """Per variant × fan-out × rate (open loop) or flat out: medians over repetitions, the p99's
+    range, delivered/expected summed over every run, and whether any run was client-bound."""
+    pubs = _role(frame, experiment, "publisher")
+    if pubs.empty:
+        return pd.DataFrame()
+    pubs["rate"] = pubs["rate"].astype(object).where(pubs["rate"].notna(), "flat out")
+    rows = []
+    for key, group in pubs.groupby(GROUP, sort=True, dropna=False):
+        deliveries = pd.to_numeric(group.deliveries_per_s, errors="coerce")
+        rows.append({**dict(zip(GROUP, key, strict=True)), "runs": len(group),
+                     "published_per_s": pd.to_numeric(group.published_per_s, errors="coerce").median(),
+                     "deliveries_per_s": deliveries.median(),
+                     "delivery_p50_ms": group.delivery_p50.median(), "delivery_p99_ms": group.delivery_p99.median(),
+                     "delivery_p99_range_ms": _spread(group.delivery_p99),
+                     "delivery_p999_ms": group.delivery_p999.median(),
+                     "publish_service_p99_ms": group.get("service_time_p99_ms", pd.Series(dtype=float)).median(),
+                     "delivered": int(group.delivered.sum()), "expected": int(group.expected.sum()),
+                     "delivered_ratio": group.delivered.sum() / group.expected.sum() if group.expected.sum() else None,
+                     "lost": int(group.lost.sum()), "duplicates": int(group.duplicates.sum()),
+                     "reordered": int(group.reordered.sum()),
+                     "sustained": _all_sustained(group),
+                     "server_cpu_ms_per_1k": _per_1k(group, "server_cpu_pct"),
+                     "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"), "client_bound": _any(group.client_bound)})
+    return pd.DataFrame(rows)
+
+
+def _all_sustained(group: pd.DataFrame) -> bool | None:
+    if "sustained" not in group or group.sustained.isna().all():
+        return None  # closed loop: nothing offered
+    return all(bool(v) for v in group.sustained if v is not None and not pd.isna(v))
+
+
+def _per_1k(group: pd.DataFrame, column: str) -> float | None:
+    """CPU ms per 1,000 deliveries: the run's median CPU (% of one core) over its deliveries/s
+    (median over runs)."""
+    if column not in group:
+        return None
+    deliveries = pd.to_numeric(group.deliveries_per_s, errors="coerce").where(lambda d: d > 0)
+    per = pd.to_numeric(group[column], errors="coerce") / 100 * 1e6 / deliveries
+    return per.median() if per.notna().any() else None
+
+
+def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every probe of the rate search, with the SLO judged again from its record."""
+    from pglimits_core.studies.pubsub import point_result
+
+    pubs = _role(frame, "cliff", "publisher")
+    if pubs.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, row in pubs.iterrows():
+        slo = Slo(**row.slo) if isinstance(row.slo, dict) else Slo(p99_bound_us=float("inf"))
+        failed = slo.failure(point_result(row.outcome, row.rate)) if row.outcome else "no outcome"
+        rows.append({"variant": row.variant, "subscribers": row.subscribers, "offered_rate": row.rate,
+                     "deliveries_per_s": row.deliveries_per_s, "delivery_p99_ms": row.delivery_p99,
+                     "delivered_ratio": row.delivered_ratio, "passed": failed is None, "failed": failed or "",
+                     "client_bound": row.client_bound})
+    return pd.DataFrame(rows).sort_values(["variant", "offered_rate"]).reset_index(drop=True)
+
+
+def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: the highest rate that passed every probe and lies below every failure."""
+    if points.empty:
+        return pd.DataFrame()
+    rows = []
+    for label, group in points.groupby("variant"):
+        verdicts = list(zip(group.offered_rate, group.passed, strict=True))
+        failed = group[~group.passed]
+        rows.append({"variant": label, "subscribers": group.subscribers.iloc[0],
+                     "sustainable_rate": sustainable_rate(verdicts),
+                     "first_failure": failed.offered_rate.min() if len(failed) else None,
+                     "why": failed.sort_values("offered_rate").failed.iloc[0] if len(failed) else "",
+                     "probes": len(group), "client_bound": _any(group.client_bound)})
+    return pd.DataFrame(rows)
+
+
+def commit_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The writers' transactions/s and p99 per mode; notifications published beside them."""
+    writers = _role(frame, "commit_serialization", "writer")
+    if writers.empty:
+        return pd.DataFrame()
+    rows = []
+    for (label, mode), group in writers.groupby(["variant", "mode"], sort=False):
+        rows.append({"variant": label, "mode": mode, "writers": group.workers.iloc[0], "runs": len(group),
+                     "writer_tps": group.ops_per_s.median(),
+                     "writer_p50_ms": group.service_time_p50_ms.median(),
+                     "writer_p99_ms": group.service_time_p99_ms.median(),
+                     "notifications": int(group.published.sum()), "lost": int(group.lost.sum()),
+                     "client_bound": _any(group.client_bound)})
+    table = pd.DataFrame(rows)
+    alone = table[table["mode"] == "alone"].set_index("variant").writer_tps
+    table["tps_vs_alone"] = [row.writer_tps / alone[row.variant] if row.variant in alone else None
+                             for row in table.itertuples()]
+    return table
+
+
+def idle_table(frame: pd.DataFrame) -> pd.DataFrame:
+    pubs = _role(frame, "idle_listeners", "publisher")
+    if pubs.empty:
+        return pd.DataFrame()
+    table = (pubs.groupby(["variant", "idle_listeners"], sort=True)
+             .agg(runs=("run_id", "size"), published_per_s=("published_per_s", "median"),
+                  deliveries_per_s=("deliveries_per_s", "median"), delivery_p99_ms=("delivery_p99", "median"),
+                  publish_service_p99_ms=("service_time_p99_ms", "median"), lost=("lost", "sum"),
+                  client_bound=("client_bound", _any))
+             .reset_index())
+    return table
+
+
+def stuck_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The stuck subscriber's losses, the others' losses and p99, what the server held."""
+    pubs = _role(frame, "stuck_subscriber", "publisher")
+    if pubs.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, row in pubs.iterrows():
+        per = {s["subscriber"]: s["lost"] for s in row.outcome.get("per_subscriber", [])}
+        errors = row.outcome.get("subscriber_errors") or {}
+        rows.append({"variant": row.variant, "stall_s": row.stall_s, "rate": row.rate,
+                     "payload_bytes": row.payload_bytes, "subscribers": row.subscribers,
+                     "stuck_lost": per.get("s0"), "others_lost": sum(v for k, v in per.items() if k != "s0"),
+                     "others_p99_ms": row.others_p99, "disconnects": row.disconnects,
+                     "max_queue_usage": row.max_queue_usage, "max_omem_bytes": row.max_omem_bytes,
+                     "subscriber_error": "; ".join(f"{k}: {v}" for k, v in errors.items()),
+                     "limit": (row.outcome.get("limits") or {}).get("client-output-buffer-limit", "")})
+    return pd.DataFrame(rows)
+
+
+def payload_table(frame: pd.DataFrame) -> pd.DataFrame:
+    pubs = _role(frame, "payload_limit", "publisher")
+    if pubs.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, row in pubs.iterrows():
+        probes = row.outcome.get("payload_sizes", [])
+        accepted = [p["bytes"] for p in probes if p["accepted"]]
+        refused = [p for p in probes if not p["accepted"]]
+        rows.append({"variant": row.variant, "largest_accepted": max(accepted, default=None),
+                     "smallest_refused": refused[0]["bytes"] if refused else None,
+                     "error": refused[0]["error"] if refused else "",
+                     "tried": ", ".join(str(p["bytes"]) for p in probes)})
+    return pd.DataFrame(rows)
+
+
+def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    points = cliff_points(frame)
+    return {"fanout": fanout_table(frame), "cliff": cliff_table(points), "cliff_points": points,
+            "commit_serialization": commit_table(frame), "idle_listeners": idle_table(frame),
+            "stuck_subscriber": stuck_table(frame), "payload_limit": payload_table(frame)}

@@ -1,0 +1,156 @@
+"""The pub/sub study's charts, report sections, README lines and seed comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from pglimits_core.analysis.report import flag_points
+from pglimits_core.analysis.seed_figures import AGREEMENT_SLACK
+from pglimits_core.plotting.figures import _finish, colour_for, line_style_for
+from pglimits_core.plotting.html_report import Section
+
+MARKERS = ["o", "s", "^", "D", "v"]
+
+HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in autocommit, one publish = one "
+               "transaction, or `batch=n` notifications per transaction) vs Redis PUBLISH/SUBSCRIBE (redis-py; "
+               "`batch=n` = a pipeline of n). Subscribers are load workers listening before the first publish; "
+               "delivery latency runs from each message's *intended* publish time to its receipt; every "
+               "delivery is accounted per publisher and sequence number (lost, duplicated, reordered). "
+               "ᶜ = client-bound (the Python subscribers, not the server, ran out of CPU: a floor for the server).")
+
+CAPTIONS = {
+    "fanout": "Fan-out: published/s, deliveries/s and delivery latency per subscriber count; open-loop rates and "
+              "flat out (closed loop). Medians over repetitions; delivered/expected over every run",
+    "cliff": "The ceiling at the fan-out shown: highest publish rate with everything delivered and delivery p99 under "
+             "the bound (repeated probes near the edge)",
+    "commit_serialization": "Commit serialization (Postgres): unrelated single-row writers alone, beside a NOTIFY "
+                            "publisher, and notifying in their own transaction",
+    "idle_listeners": "Flat-out publishing with idle listeners on other channels",
+    "stuck_subscriber": "A stuck subscriber (subscriber 0 stops reading; Postgres: inside an open transaction)",
+    "payload_limit": "The largest payload each accepts (the exact error of the first size refused)",
+}
+NOTE = ("Every point is one recorded run on a fresh channel. <code>delivered_ratio</code> = deliveries counted by the "
+        "subscribers / messages the publishers confirmed × subscribers; <code>sustained</code> = publishers kept "
+        "≥ 95 % of the offered rate; <span class='flag'>client-bound</span> = the load workers (publishers and "
+        "subscribers, all Python processes on the same 2 cores) ran out of CPU.")
+
+
+def fanout_chart(table: pd.DataFrame) -> plt.Figure:
+    """Deliveries/s and delivery p99 vs publish rate (open loop), one marker per fan-out."""
+    rows = table[table.rate != "flat out"].copy()
+    rows["rate"] = rows.rate.astype(float)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fanouts = sorted(rows.subscribers.unique())
+    for (label, n), group in rows.groupby(["variant", "subscribers"]):
+        style = {"color": colour_for(label), "linestyle": line_style_for(label, rows.variant),
+                 "marker": MARKERS[fanouts.index(n) % len(MARKERS)], "label": f"{label} ×{n}"}
+        group = group.sort_values("rate")
+        left.plot(group.rate, group.deliveries_per_s, **style)
+        right.plot(group.rate, group.delivery_p99_ms, **style)
+    left.set(xlabel="offered publish rate (msg/s)", ylabel="deliveries/s", title="Deliveries per second")
+    right.set(xlabel="offered publish rate (msg/s)", ylabel="delivery p99 (ms)", yscale="log",
+              title="Delivery p99 (from intended publish)")
+    _finish(right)
+    left.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def cliff_chart(points: pd.DataFrame) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, group in points.groupby("variant"):
+        group = group.sort_values("offered_rate")
+        ax.plot(group.offered_rate, group.delivery_p99_ms, color=colour_for(label),
+                linestyle=line_style_for(label, points.variant), label=label, alpha=0.6)
+        ax.scatter(group.offered_rate, group.delivery_p99_ms, color=colour_for(label),
+                   marker="o", facecolors=["none" if not p else colour_for(label) for p in group.passed])
+    ax.set(xlabel="offered publish rate (msg/s)", ylabel="delivery p99 (ms)", yscale="log",
+           title="Pub/sub ceiling: every probe (hollow = failed the SLO)")
+    _finish(ax)
+    return fig
+
+
+def commit_chart(table: pd.DataFrame) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    labels = [f"{r.variant}\n{r.mode}" for r in table.itertuples()]
+    ax.bar(labels, table.writer_tps, color=[colour_for(v) for v in table.variant])
+    ax.set(ylabel="writer transactions/s", title="Unrelated writers with and without NOTIFY")
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
+
+
+def sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]) -> tuple[list[Section], list[Section]]:
+    headline = [(caption, flag_points(tables[key])) for key, caption in CAPTIONS.items()
+                if key in tables and not tables[key].empty]
+    pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
+    reference = [("Every rate-search probe", flag_points(tables["cliff_points"]))] \
+        if "cliff_points" in tables and not tables["cliff_points"].empty else []
+    return ([Section("Pub/sub: tables", [NOTE], headline), Section("Pub/sub: figures", figures=pngs)],
+            [Section("Pub/sub: every rate-search probe", tables=reference, collapsed=True)] if reference else [])
+
+
+def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Flat out and the highest open-loop rate per variant × fan-out: the README's table."""
+    fanout = tables.get("fanout", pd.DataFrame())
+    if fanout.empty:
+        return fanout
+    rows = []
+    for row in fanout.itertuples():
+        mark = " ᶜ" if row.client_bound else ""
+        rows.append({"variant": row.variant, "subscribers": row.subscribers, "rate": row.rate,
+                     "published/s": f"{row.published_per_s:,.0f}", "deliveries/s": f"{row.deliveries_per_s:,.0f}{mark}",
+                     "delivery p99 ms": row.delivery_p99_range_ms, "delivered/expected": f"{row.delivered}/{row.expected}"})
+    return pd.DataFrame(rows)
+
+
+def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
+    lines = [f"{HOW_TO_READ} {links}", "", headline(tables).to_markdown(index=False), ""]
+    for key in ("cliff", "commit_serialization", "payload_limit"):
+        table = tables.get(key)
+        if table is not None and not table.empty:
+            lines += [f"{CAPTIONS[key]}:", "", table.to_markdown(index=False), ""]
+    return lines
+
+
+SEED = {"published_per_s": (11_700, 14_200), "delivery_p99_ms": (2.0, 1.7)}
+SEED_NOTES = ["Pub/sub: the source measured fan-out ×10 on 7 vCPU: Postgres ~11.7k messages/s published (117k "
+              "deliveries/s), p99 2.0 ms; Redis ~14.2k/142k, p99 1.7 ms. Ours: flat out (closed loop) at fan-out "
+              "10, one publish per transaction vs one PUBLISH per round trip, on this box's 2 cores shared by "
+              "publishers, 10 Python subscribers and the server: the ratio Postgres/Redis is what compares, not "
+              "the absolute rates."]
+
+
+def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The source's Postgres/Redis ratios beside ours (fan-out 10, flat out, batch 1)."""
+    fanout = tables.get("fanout", pd.DataFrame())
+    if fanout.empty:
+        return pd.DataFrame()
+    flat = fanout[(fanout.subscribers == 10) & (fanout.rate == "flat out")].set_index("variant")
+    pg, redis = "pg_notify batch=1", "redis_publish batch=1"
+    rows = []
+    for metric, (seed_pg, seed_redis) in SEED.items():
+        a = flat[metric].get(pg) if metric in flat else None
+        b = flat[metric].get(redis) if metric in flat else None
+        ours = a / b if a is not None and b and not pd.isna(a) and not pd.isna(b) else None
+        bound = bool(flat.client_bound.fillna(False).any()) if len(flat) else False
+        rows.append({"source": "pub/sub fan-out ×10 (7 vCPU)", "figure": metric.replace("_", " "),
+                     "A / B": f"{pg} / {redis}", "seed A": seed_pg, "seed B": seed_redis,
+                     "seed ratio A/B": round(seed_pg / seed_redis, 2),
+                     "ours A": None if a is None else round(float(a), 2), "ours B": None if b is None else round(float(b), 2),
+                     "our ratio A/B": None if ours is None else round(ours, 2),
+                     "verdict": verdict(seed_pg / seed_redis, ours, bound)})
+    return pd.DataFrame(rows)
+
+
+def verdict(seed: float, ours: float | None, client_bound: bool) -> str:
+    if ours is None:
+        return "not measured on both sides"
+    if client_bound:
+        return "inconclusive: client-bound (our Python subscribers set the rate, not the servers)"
+    if seed / AGREEMENT_SLACK <= ours <= seed * AGREEMENT_SLACK:
+        return "agree"
+    return "same direction, different size" if (ours > 1) == (seed > 1) else "differ"

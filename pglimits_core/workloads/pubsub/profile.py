@@ -1,0 +1,81 @@
+"""The pub/sub study's profile section (``pubsub:`` in ``configs/profiles/*.yaml``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
+
+from pglimits_core.profiles import ForVariants, Strict
+
+
+class FanoutSweep(ForVariants):
+    """Every subscriber count × every open-loop rate (messages/s, all publishers together), plus
+    a closed-loop flat-out run when ``closed_loop``."""
+
+    subscribers: list[PositiveInt] = Field(min_length=1)
+    rates: list[PositiveFloat] = Field(default_factory=list)
+    closed_loop: bool = True
+    publishers: PositiveInt = 1
+    payload_bytes: PositiveInt = 64
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 1.0
+
+
+class CliffSearch(ForVariants):
+    """The highest publish rate with every message delivered and delivery p99 under the bound."""
+
+    subscribers: PositiveInt = 10
+    publishers: PositiveInt = 1
+    start_rate: PositiveFloat = 1000
+    probe_s: PositiveFloat = 3
+    p99_bound_ms: PositiveFloat = 50
+    max_probes: PositiveInt = 5
+    repeats: PositiveInt = 3
+
+
+class CommitSerialization(ForVariants):
+    """Unrelated writers alone, beside NOTIFY publishers, and notifying in their own transaction
+    (Postgres variants only)."""
+
+    writers: PositiveInt = 4
+    #: messages/s of the separate publisher in the ``beside_notify`` mode
+    notify_rate: PositiveFloat = 1000
+    duration_s: PositiveFloat = 3
+    warmup_s: PositiveFloat = 1.0
+
+
+class IdleListeners(ForVariants):
+    """Flat-out publishing to ``subscribers`` with this many idle listeners on other channels."""
+
+    idle: list[NonNegativeInt] = Field(min_length=1)
+    subscribers: PositiveInt = 1
+    duration_s: PositiveFloat = 3
+    warmup_s: PositiveFloat = 1.0
+
+
+class StuckSubscriber(ForVariants):
+    """Subscriber 0 stops reading for ``stall_s`` (Postgres: inside an open transaction) while
+    publishers send ``rate`` messages/s of ``payload_bytes``; bounded by the run's own deadline."""
+
+    subscribers: PositiveInt = 3
+    rate: PositiveFloat = 2000
+    payload_bytes: PositiveInt = 4000
+    stall_s: PositiveFloat = 5
+    duration_s: PositiveFloat = 8
+    warmup_s: PositiveFloat = 1.0
+
+
+class PayloadLimit(ForVariants):
+    sizes: list[PositiveInt] = Field(min_length=1)
+
+
+class PubsubProfile(Strict):
+    variants: list[dict[str, Any]] = Field(min_length=1)
+    repetitions: PositiveInt = 1
+    fanout: list[FanoutSweep] = Field(min_length=1)
+    cliff: CliffSearch | None = None
+    commit_serialization: CommitSerialization | None = None
+    idle_listeners: IdleListeners | None = None
+    stuck_subscriber: StuckSubscriber | None = None
+    payload_limit: PayloadLimit | None = None

@@ -1,0 +1,111 @@
+"""Pub/sub accounting: message encoding, per-publisher counting, losses, duplicates, reordering,
+what was published before a subscriber listened, and the tables on an empty frame."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pglimits_core.analysis.pubsub import all_tables
+from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, run_load
+from pglimits_core.load.operation import run_start_ns
+from pglimits_core.studies.pubsub_ledger import Tally, account, decode_message, delivery_latency, encode_message
+
+MS = 1_000_000
+
+
+def publisher(name: str, published: int, first_start_ns: int = 1_000) -> dict:
+    return {"publisher": name, "published": published, "published_in_window": published,
+            "first_start_ns": first_start_ns}
+
+
+def subscriber(name: str, received: list[tuple[str, int]], subscribed_ns: int = 0) -> dict:
+    tally = Tally(name, subscribed_ns)
+    tally.window = (0, 10**12)
+    for pub, seq in received:
+        tally.add(seq * MS + 2 * MS, encode_message(pub, seq, seq * MS, 64))
+    return tally.to_json()
+
+
+def test_messages_are_unique_padded_and_decode():
+    a, b = encode_message("p0", 1, 123, 64), encode_message("p0", 2, 123, 64)
+    assert a != b and len(a) == len(b) == 64
+    assert decode_message(a) == ("p0", 1, 123) and decode_message(b.encode()) == ("p0", 2, 123)
+    assert decode_message("not ours") is None
+
+
+def test_everything_delivered_once_is_exact():
+    subs = [subscriber(f"s{i}", [("p0", s) for s in range(10)] + [("p1", s) for s in range(5)]) for i in range(3)]
+    result = account([publisher("p0", 10), publisher("p1", 5)], subs)
+    assert result["expected"] == result["delivered"] == 45 and result["lost"] == 0
+    assert result["delivered_ratio"] == 1.0 and result["duplicates"] == result["reordered"] == 0
+    latency = delivery_latency(subs)
+    assert latency["count"] == 45 and latency["p50_ms"] == 2.0
+
+
+def test_a_deliberately_dropped_message_is_counted_lost():
+    received = [("p0", s) for s in range(10) if s != 4]
+    result = account([publisher("p0", 10)], [subscriber("s0", received), subscriber("s1", [("p0", s) for s in range(10)])])
+    assert result["lost"] == 1 and result["delivered"] == 19 and result["expected"] == 20
+    assert [s["lost"] for s in result["per_subscriber"]] == [1, 0]
+
+
+def test_a_message_published_before_subscribe_is_not_counted_lost():
+    # the subscriber listened after the publisher's first publish: seqs 0-2 went out before it
+    late = subscriber("s0", [("p0", s) for s in range(3, 10)], subscribed_ns=5_000)
+    result = account([publisher("p0", 10, first_start_ns=1_000)], [late])
+    assert result["lost"] == 0 and result["before_subscribe"] == 3 and result["expected"] == 7
+    # one that listened before the first publish is expected to see all ten
+    early = subscriber("s0", [("p0", s) for s in range(3, 10)], subscribed_ns=500)
+    assert account([publisher("p0", 10, first_start_ns=1_000)], [early])["lost"] == 3
+
+
+def test_duplicates_reordering_and_unconfirmed_messages_are_counted_not_assumed():
+    received = [("p0", 0), ("p0", 2), ("p0", 1), ("p0", 2), ("p0", 3), ("p9", 0)]
+    result = account([publisher("p0", 3)], [subscriber("s0", received)])
+    assert result["duplicates"] == 1 and result["reordered"] == 1
+    assert result["delivered"] == 3 and result["lost"] == 0
+    assert result["unexpected"] == 2  # seq 3 was never confirmed by p0; p9 is no publisher of the run
+
+
+def test_only_messages_meant_for_the_window_are_timed():
+    tally = Tally("s0", 0)
+    tally.window = (10 * MS, 20 * MS)
+    for intended in (5 * MS, 15 * MS, 25 * MS):
+        tally.add(intended + MS, encode_message("p0", intended // MS, intended, 32))
+    assert tally.in_window == 1 and tally.to_json()["publishers"]["p0"]["distinct"] == 3
+
+
+def test_tables_of_an_empty_frame_are_empty():
+    tables = all_tables(pd.DataFrame())
+    assert set(tables) >= {"fanout", "cliff", "commit_serialization", "stuck_subscriber", "payload_limit"}
+    assert all(table.empty for table in tables.values())
+
+
+class StartStamp:
+    """Writes what ``run_start_ns()`` says inside the worker."""
+
+    name = "stamp"
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def open(self) -> None:
+        self.before = run_start_ns()
+
+    def __call__(self) -> int:
+        with open(self.path, "w") as out:
+            out.write(f"{self.before} {run_start_ns()}")
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_worker_knows_the_common_start(tmp_path):
+    path = tmp_path / "stamp"
+    spec = RunSpec(phases=[Phase("measure", 0.2)], roles=[Role("r", StartStamp(str(path)), loop=ClosedLoop(0.01))],
+                   start_method="fork")
+    result = run_load(spec)
+    before, during = path.read_text().split()
+    assert before == "None" and int(during) > 0
+    assert result.status == "complete", result.error
