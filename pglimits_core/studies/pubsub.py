@@ -23,7 +23,16 @@ from typing import Any
 
 from pglimits_core.config import data_dir
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.load import ClosedLoop, OpenLoop, Phase, PointResult, Role, RunSpec, Slo, search_rate
+from pglimits_core.load import (
+    ClosedLoop,
+    OpenLoop,
+    Phase,
+    PointResult,
+    Role,
+    RunSpec,
+    Slo,
+    search_rate,
+)
 from pglimits_core.studies.pubsub_ledger import account, delivery_latency, read_json
 from pglimits_core.studies.pubsub_ops import PublishOp, SubscribeOp
 from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
@@ -252,7 +261,10 @@ def point_result(outcome: dict[str, Any], rate: float) -> PointResult:
     "backlog growth" the SLO bounds is the fraction of expected deliveries lost."""
     delivery, subscribers = outcome["delivery"], max(1, outcome["subscribers"])
     ratio = outcome.get("delivered_ratio")
-    to_us = (lambda ms: None if ms is None else ms * 1000)
     return PointResult(offered=rate, achieved=outcome["deliveries_per_s"] / subscribers,
-                       p50_us=to_us(delivery["p50_ms"]), p99_us=to_us(delivery["p99_ms"]),
+                       p50_us=_us(delivery["p50_ms"]), p99_us=_us(delivery["p99_ms"]),
                        backlog_growth=1.0 - ratio if ratio is not None else 1.0)
+
+
+def _us(ms: float | None) -> float | None:
+    return None if ms is None else ms * 1000

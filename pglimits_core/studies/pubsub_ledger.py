@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pglimits_core.record.histograms import encode, merge_encoded, new_histogram, ns_to_us, percentiles_us, record_us
+from pglimits_core.record.histograms import (
+    encode,
+    merge_encoded,
+    new_histogram,
+    ns_to_us,
+    percentiles_us,
+    record_us,
+)
 
 SEPARATOR = ":"
 

@@ -8,7 +8,13 @@ import pandas as pd
 from pglimits_core.analysis.pubsub import all_tables
 from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, run_load
 from pglimits_core.load.operation import run_start_ns
-from pglimits_core.studies.pubsub_ledger import Tally, account, decode_message, delivery_latency, encode_message
+from pglimits_core.studies.pubsub_ledger import (
+    Tally,
+    account,
+    decode_message,
+    delivery_latency,
+    encode_message,
+)
 
 MS = 1_000_000
 
