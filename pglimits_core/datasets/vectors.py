@@ -1,5 +1,11 @@
 """Seeded Gaussian-clustered vectors, queries from the same mixture, exact top-k ground truth.
 
+With ``latent_dim`` set, the mixture lives in a ``latent_dim``-dimensional space and a fixed
+seeded linear map embeds it into ``dim`` coordinates: the data then have the intrinsic dimension
+of real sentence embeddings (tens) while being ``dim`` wide. Isotropic noise in all ``dim``
+coordinates (``latent_dim`` unset) makes the neighbours of a query nearly equidistant, so recall
+would measure ties rather than the index (``analysis.vectors_difficulty`` reports both).
+
 Every vector is L2-normalised, so cosine similarity == inner product, and squared L2 distance
 == 2 - 2 * inner product: all three metrics rank neighbours identically, and an engine may be
 configured with whichever it serves best without changing the ground truth.
@@ -13,13 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from pglimits_core.datasets.validation import require_int, require_positive_float
+from pglimits_core.errors import PGLimitsError
 
 #: Bump whenever the same spec would produce different bytes; it is part of the dataset's hash.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 # Independent streams: the centers do not depend on ``count``, so a small profile's vectors
 # come from the same mixture as the full one, and queries are never copies of base vectors.
-_STREAM_CENTERS, _STREAM_BASE, _STREAM_QUERIES = 1, 2, 3
+_STREAM_CENTERS, _STREAM_BASE, _STREAM_QUERIES, _STREAM_EMBEDDING = 1, 2, 3, 4
 
 #: Rows generated (and normalised) per step; part of the output definition, keep it fixed.
 _GENERATION_CHUNK = 16_384
@@ -44,6 +51,9 @@ class VectorSpec:
     queries: int = 1000
     k: int = 10
     seed: int = 20240531
+    # Intrinsic dimension: the mixture is drawn in this many dimensions, then embedded in
+    # ``dim`` by a fixed seeded linear map (None: drawn in all ``dim`` dimensions).
+    latent_dim: int | None = None
 
     def __post_init__(self) -> None:
         require_int("VectorSpec", "count", self.count, 1)
@@ -53,6 +63,11 @@ class VectorSpec:
         require_int("VectorSpec", "k", self.k, 1)
         require_int("VectorSpec", "count", self.count, self.k)  # k neighbours must exist
         require_int("VectorSpec", "seed", self.seed, 0)
+        if self.latent_dim is not None:
+            require_int("VectorSpec", "latent_dim", self.latent_dim, 2)
+            if self.latent_dim > self.dim:
+                raise PGLimitsError(f"VectorSpec: latent_dim {self.latent_dim} > dim {self.dim}",
+                                    "give latent_dim at most dim (or leave it unset)")
         # A float always, so 1 and 1.0 hash to the same dataset directory.
         object.__setattr__(self, "spread",
                            require_positive_float("VectorSpec", "spread", self.spread))
@@ -71,26 +86,49 @@ class VectorSet:
 
 def generate_vectors(spec: VectorSpec) -> VectorSet:
     """Base vectors, queries and their exact top-k for ``spec``, all seeded."""
+    space = spec.latent_dim or spec.dim
     centers = np.random.default_rng([spec.seed, _STREAM_CENTERS]).standard_normal(
-        (spec.clusters, spec.dim), dtype=np.float32)
+        (spec.clusters, space), dtype=np.float32)
+    embedding = None if spec.latent_dim is None else embedding_map(spec)
     base = sample_mixture(centers, spec.spread, spec.count,
-                          np.random.default_rng([spec.seed, _STREAM_BASE]))
+                          np.random.default_rng([spec.seed, _STREAM_BASE]), embedding)
     queries = sample_mixture(centers, spec.spread, spec.queries,
-                             np.random.default_rng([spec.seed, _STREAM_QUERIES]))
+                             np.random.default_rng([spec.seed, _STREAM_QUERIES]), embedding)
     truth_ids, truth_scores = exact_top_k(base, queries, spec.k)
     return VectorSet(spec, base, queries, truth_ids, truth_scores)
 
 
+def embedding_map(spec: VectorSpec) -> np.ndarray:
+    """The fixed (latent_dim, dim) float64 linear map from the latent space into ``dim``
+    coordinates: Gaussian entries, so it is full rank and spreads every latent direction over
+    all coordinates (no coordinate is special, as in a learned embedding)."""
+    rng = np.random.default_rng([spec.seed, _STREAM_EMBEDDING])
+    return rng.standard_normal((spec.latent_dim, spec.dim)).astype(np.float64)
+
+
 def sample_mixture(centers: np.ndarray, spread: float, count: int,
-                   rng: np.random.Generator) -> np.ndarray:
-    """``count`` unit vectors (float32): a uniformly chosen center plus N(0, spread^2) noise."""
-    out = np.empty((count, centers.shape[1]), dtype=np.float32)
+                   rng: np.random.Generator, embedding: np.ndarray | None = None) -> np.ndarray:
+    """``count`` unit vectors (float32): a uniformly chosen center plus N(0, spread^2) noise,
+    embedded by ``embedding`` (latent -> output coordinates) when one is given."""
+    width = centers.shape[1] if embedding is None else embedding.shape[1]
+    out = np.empty((count, width), dtype=np.float32)
     for start in range(0, count, _GENERATION_CHUNK):
         rows = min(_GENERATION_CHUNK, count - start)
         labels = rng.integers(0, len(centers), size=rows)
         noise = rng.standard_normal((rows, centers.shape[1]), dtype=np.float32)
-        out[start:start + rows] = unit_rows(centers[labels] + np.float32(spread) * noise)
+        points = centers[labels] + np.float32(spread) * noise
+        out[start:start + rows] = unit_rows(points if embedding is None else embed(points, embedding))
     return out
+
+
+def embed(points: np.ndarray, embedding: np.ndarray) -> np.ndarray:
+    """``points @ embedding`` in float64, summed in latent-coordinate order: elementwise
+    operations only, so the bytes are the same on every CPU (see ``sequential_dot``)."""
+    wide = points.astype(np.float64)
+    total = np.zeros((len(points), embedding.shape[1]), dtype=np.float64)
+    for column, row in zip(wide.T, embedding, strict=True):
+        total += column[:, None] * row[None, :]
+    return total
 
 
 def unit_rows(rows: np.ndarray) -> np.ndarray:
@@ -155,3 +193,26 @@ def recall_at_k(found_ids: Sequence[Sequence[int]] | np.ndarray, truth_ids: np.n
     hits = sum(len({int(i) for i in found[:k]} & set(true[:k].tolist()))
                for found, true in zip(found_ids, truth, strict=True))
     return hits / (k * len(truth))
+
+
+def recall_with_ties(found_ids: Sequence[Sequence[int]] | np.ndarray, base: np.ndarray,
+                     queries: np.ndarray, truth_scores: np.ndarray, k: int,
+                     epsilon: float) -> np.ndarray:
+    """Per-query recall@k counting ties: a returned id is correct when its exact inner product
+    with the query (recomputed here in float64, never the engine's float32 score) is within
+    ``epsilon`` of the true k-th best. Duplicate and invalid (< 0) ids count nothing; a short
+    answer (fewer than k rows) is scored over k, so it cannot look better than it is.
+    """
+    truth = np.asarray(truth_scores)
+    if len(found_ids) != len(truth) or not len(truth):
+        raise ValueError(f"{len(found_ids)} answers for {len(truth)} queries")
+    if not 1 <= k <= truth.shape[1]:
+        raise ValueError(f"k={k} outside 1..{truth.shape[1]} (the ground truth's depth)")
+    recall = np.zeros(len(truth), dtype=np.float64)
+    for row, found in enumerate(found_ids):
+        ids = list(dict.fromkeys(int(i) for i in list(found)[:k] if int(i) >= 0))
+        if not ids:
+            continue
+        scores = sequential_dot(queries[row][None, :], base[np.asarray(ids)])
+        recall[row] = np.count_nonzero(scores >= truth[row, k - 1] - epsilon) / k
+    return recall

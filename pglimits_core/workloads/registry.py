@@ -22,6 +22,7 @@ from pglimits_core.errors import PGLimitsError
 WORKLOADS: dict[str, str] = {
     "queue": "pglimits_core.workloads.queue.workload:WORKLOAD",
     "pubsub": "pglimits_core.workloads.pubsub.workload:WORKLOAD",
+    "vectors": "pglimits_core.workloads.vectors.workload:WORKLOAD",
 }
 EXTRA_ENV = "PGLIMITS_WORKLOADS"
 

@@ -1,0 +1,200 @@
+"""Vector study tables from run records only: difficulty, build, the recall–QPS sweep, matched recall.
+
+QPS is the median over the repetitions that measured a point (min–max beside it); recall is the
+value the index gave at that ef over every query of the dataset (scored once per repetition at
+the first client count; ``recall_spread`` > 0 would mean a rebuilt index answered differently).
+The headline is QPS at *matched recall*, never at matched ef: the same ef buys different recall
+in different engines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pglimits_core.analysis.runs import entry_rows, measured
+
+TARGETS = (0.90, 0.95, 0.99)
+MIB = 2**20
+
+# outcome fields flattened into the frame (nested dicts one level deep: lid -> lid_median)
+_OUTCOME_SCALARS = ("rows", "recall_mean", "recall_worst5_mean", "recall_p5", "recall_min", "recall_queries",
+                    "rows_min", "rows_mean", "load_s", "build_s", "index_bytes", "table_bytes", "server_rss_bytes",
+                    "indexed_vectors", "segments", "build_spilled", "pgvector_version", "queries_sampled",
+                    "lid_k", "share_gap_below_epsilon", "client", "load_method")
+_OUTCOME_NESTED = ("lid", "rc", "gap_l2", "gap_ip", "nn_distance", "kth_distance")
+
+SWEEP_COLUMNS = ["variant", "ef", "clients", "qps", "qps_min", "qps_max", "runs", "recall_mean",
+                 "recall_worst5_mean", "recall_p5", "recall_spread", "rows_min", "p50_ms", "p99_ms",
+                 "client_bound"]
+
+
+def _outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
+    params = manifest.get("params", {})
+    outcome = params.get("outcome") or {}
+    columns = {key: outcome.get(key) for key in _OUTCOME_SCALARS if key in outcome}
+    for key in _OUTCOME_NESTED:
+        for stat, value in (outcome.get(key) or {}).items():
+            columns[f"{key}_{stat}"] = value
+    settings = outcome.get("build_settings") or {}
+    columns["parallel_maintenance_workers"] = settings.get("max_parallel_maintenance_workers")
+    columns["maintenance_work_mem"] = settings.get("maintenance_work_mem")
+    dataset = params.get("dataset") or {}
+    for key in ("count", "dim", "latent_dim", "clusters", "spread", "queries"):
+        columns[f"dataset_{key}"] = dataset.get(key)
+    return columns
+
+
+def vectors_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run (per role of a sweep run), with the outcome's recall, build and
+    difficulty facts as columns."""
+    return entry_rows(records, _outcome_columns)
+
+
+def _of(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    rows = measured(frame)
+    return rows[rows.experiment == experiment] if len(rows) and "experiment" in rows else pd.DataFrame()
+
+
+def difficulty_table(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = _of(frame, "difficulty")
+    if rows.empty:
+        return pd.DataFrame()
+    row = rows.iloc[-1]
+    shown = {"dataset": row.get("dataset_id"), "vectors": row.get("dataset_count"), "dim": row.get("dataset_dim"),
+             "latent_dim": row.get("dataset_latent_dim"), "clusters": row.get("dataset_clusters"),
+             "spread": row.get("dataset_spread"), "queries_sampled": row.get("queries_sampled")}
+    lid_k = row.get("lid_k")
+    for key, label in (("lid", f"LID (MLE, k={lid_k:.0f})" if pd.notna(lid_k) else "LID (MLE)"), ("rc", "relative contrast RC@10"),
+                       ("gap_ip", "10th-11th gap (inner product)"), ("gap_l2", "10th-11th gap (L2)")):
+        shown[f"{label} median"] = _significant(row.get(f"{key}_median"))
+        shown[f"{label} p5–p95"] = _range(row.get(f"{key}_p5"), row.get(f"{key}_p95"))
+    shown["share of queries with gap < epsilon"] = row.get("share_gap_below_epsilon")
+    shown["recall epsilon"] = row.get("recall_epsilon")
+    return pd.DataFrame([shown])
+
+
+def _significant(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(f"{value:.4g}")
+
+
+def _range(low: Any, high: Any) -> str | None:
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return None
+    return f"{low:.4g}–{high:.4g}"
+
+
+def build_table(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = _of(frame, "build")
+    if rows.empty:
+        return pd.DataFrame()
+    out = []
+    for variant, group in rows.groupby("variant", sort=False):
+        out.append({"variant": variant, "builds": len(group), "rows": _median(group, "rows"),
+                    "load_s": _median(group, "load_s"), "build_s": _median(group, "build_s"),
+                    "build_s_range": _range(group.build_s.min(), group.build_s.max()),
+                    "index_mib": _median(group, "index_bytes", MIB), "server_rss_mib": _median(group, "server_rss_bytes", MIB),
+                    "parallel_maintenance_workers": group.get("parallel_maintenance_workers", pd.Series([None])).iloc[-1],
+                    "maintenance_work_mem": group.get("maintenance_work_mem", pd.Series([None])).iloc[-1],
+                    "build_spilled": group.get("build_spilled", pd.Series([None])).iloc[-1],
+                    "segments": group.get("segments", pd.Series([None])).iloc[-1]})
+    return pd.DataFrame(out)
+
+
+def _median(group: pd.DataFrame, column: str, scale: float = 1.0) -> float | None:
+    if column not in group:
+        return None
+    values = pd.to_numeric(group[column], errors="coerce").dropna()
+    return float(values.median() / scale) if len(values) else None
+
+
+def sweep_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (variant, ef, clients): median QPS (min–max over repetitions), recall at that ef,
+    service-time p50/p99 (ms, median over repetitions), client-bound in any repetition."""
+    rows = _of(frame, "sweep")
+    if rows.empty:
+        return pd.DataFrame(columns=SWEEP_COLUMNS)
+    rows = rows.assign(ef=rows.ef.astype("float"))
+    recall = _recall_by_ef(rows)
+    out = []
+    for (variant, ef, clients), group in rows.groupby(["variant", "ef", "clients"], sort=False, dropna=False):
+        got = recall.get((variant, None if pd.isna(ef) else ef), {})
+        out.append({"variant": variant, "ef": None if pd.isna(ef) else int(ef), "clients": int(clients),
+                    "qps": group.ops_per_s.median(), "qps_min": group.ops_per_s.min(), "qps_max": group.ops_per_s.max(),
+                    "runs": len(group), **got,
+                    "p50_ms": _median(group, "service_time_p50_ms"), "p99_ms": _median(group, "service_time_p99_ms"),
+                    "client_bound": any(value is True for value in group.client_bound)})
+    table = pd.DataFrame(out, columns=SWEEP_COLUMNS)
+    return table.sort_values(["variant", "clients", "ef"], na_position="first").reset_index(drop=True)
+
+
+def _recall_by_ef(rows: pd.DataFrame) -> dict[tuple[str, float | None], dict[str, Any]]:
+    scored = rows.dropna(subset=["recall_mean"]) if "recall_mean" in rows else rows.iloc[0:0]
+    found = {}
+    for (variant, ef), group in scored.groupby(["variant", "ef"], dropna=False):
+        found[(variant, None if pd.isna(ef) else ef)] = {
+            "recall_mean": group.recall_mean.median(), "recall_worst5_mean": group.recall_worst5_mean.median(),
+            "recall_p5": group.recall_p5.median(), "recall_spread": group.recall_mean.max() - group.recall_mean.min(),
+            "rows_min": int(group.rows_min.min())}
+    return found
+
+
+def matched_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """For each target recall and client count: the smallest ef at which each variant's mean
+    recall reaches it and the QPS there (no interpolation); "not reached" is a result."""
+    if sweep.empty:
+        return pd.DataFrame()
+    out = []
+    for clients in sorted(sweep.clients.unique()):
+        at = sweep[sweep.clients == clients]
+        for target in TARGETS:
+            for variant, group in at.groupby("variant", sort=False):
+                reached = group[group.recall_mean >= target].sort_values("ef", na_position="first")
+                row = {"target_recall": target, "clients": int(clients), "variant": variant}
+                if reached.empty:
+                    best = group.recall_mean.max()
+                    out.append({**row, "ef": None, "recall_mean": None, "recall_worst5_mean": None, "qps": None,
+                                "qps_text": f"not reached (best {best:.3f})" if pd.notna(best) else "not scored"})
+                    continue
+                first = reached.iloc[0]
+                out.append({**row, "ef": first.ef, "recall_mean": first.recall_mean,
+                            "recall_worst5_mean": first.recall_worst5_mean, "qps": first.qps,
+                            "qps_text": f"{first.qps:,.0f}" + (" ᶜ" if first.client_bound else "")})
+    table = pd.DataFrame(out)
+    return _with_ratio(table)
+
+
+def _with_ratio(table: pd.DataFrame) -> pd.DataFrame:
+    """Qdrant's QPS over pgvector's at each (target, clients), where both reached the target."""
+    ratios = []
+    for _, row in table.iterrows():
+        same = table[(table.target_recall == row.target_recall) & (table.clients == row.clients)].set_index("variant")
+        pg, qd = same.qps.get("pgvector hnsw"), same.qps.get("qdrant hnsw")
+        ratios.append(qd / pg if row.variant == "qdrant hnsw" and pg and qd and pd.notna(pg) and pd.notna(qd) else None)
+    return table.assign(qdrant_over_pgvector=ratios)
+
+
+def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every table by key; an empty frame (no records yet) gives empty tables."""
+    if frame is None or frame.empty:
+        return {"difficulty": pd.DataFrame(), "build": pd.DataFrame(),
+                "sweep": pd.DataFrame(columns=SWEEP_COLUMNS), "matched": pd.DataFrame()}
+    sweep = sweep_table(frame)
+    return {"difficulty": difficulty_table(frame), "build": build_table(frame), "sweep": sweep,
+            "matched": matched_table(sweep)}
+
+
+def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The README's rows: QPS at each matched recall per client count, both engines side by side."""
+    matched = tables.get("matched", pd.DataFrame())
+    if matched.empty:
+        return pd.DataFrame()
+    wide = matched.pivot_table(index=["target_recall", "clients"], columns="variant", values="qps_text",
+                               aggfunc="first").reset_index()
+    efs = matched.pivot_table(index=["target_recall", "clients"], columns="variant", values="ef",
+                              aggfunc="first").add_prefix("ef ").reset_index()
+    both = wide.merge(efs, on=["target_recall", "clients"], how="left")
+    both.columns.name = None
+    return both.replace({np.nan: None})

@@ -1,0 +1,53 @@
+"""The vector study's plan: every point a profile's ``vectors:`` section asks for, in run order.
+
+The dataset's difficulty first (it needs no server state), then each engine's build (the index
+every sweep point queries), then the sweep in rounds — repetition, ef, variant, client count —
+so drift on the shared box spreads over every system and ef rather than landing on one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.studies.study import Point
+from pglimits_core.studies.vectors import VARIANTS, Setup, build_point, check_ef, difficulty_point, sweep_point
+
+
+def setup_of(section: Any, profile: Any) -> Setup:
+    spec = profile.datasets.vectors
+    if spec is None:
+        raise PGLimitsError(f"profile {profile.name} has a vectors section but no datasets.vectors spec",
+                            f"add datasets: vectors: {{...}} to configs/profiles/{profile.name}.yaml")
+    return Setup(spec, section.m, section.ef_construction, section.recall_epsilon)
+
+
+def plan(section: Any, profile: Any) -> list[Point]:
+    """``section`` is a ``workloads.vectors.workload.VectorsProfile``."""
+    check_ef(section.ef)
+    unknown = [label for label in section.variants if label not in VARIANTS]
+    if unknown:
+        raise PGLimitsError(f"vectors.variants names {unknown[0]!r}", f"use some of: {', '.join(VARIANTS)}")
+    setup = setup_of(section, profile)
+    variants = [VARIANTS[label] for label in section.variants]
+    hnsw = [v for v in variants if not v.exact]
+    d = section.difficulty
+    points = [Point("difficulty", "dataset", "postgres", {"lid_k": d.lid_k, "sample": d.sample},
+                    lambda run: difficulty_point(run.ctx, setup, d.lid_k, d.sample, run.seed))]
+    points += [Point("build", v.label, v.server, {"repetition": r},
+                     lambda run, v=v, r=r: build_point(run.ctx, v, setup, r, run.seed, run.servers))
+               for r in range(section.build_repetitions) for v in hnsw]
+    for r in range(section.repetitions):
+        for ef in section.ef:
+            for v in variants:
+                if v.exact and ef != section.ef[0]:
+                    continue  # the exact scan has no ef: measured once per round
+                points += [_sweep(section, setup, v, None if v.exact else ef, c, r) for c in section.clients]
+    return points
+
+
+def _sweep(section: Any, setup: Setup, v, ef: int | None, clients: int, repetition: int) -> Point:
+    with_recall = clients == section.clients[0]
+    return Point("sweep", v.label, v.server, {"ef": ef, "clients": clients, "repetition": repetition},
+                 lambda run: sweep_point(run.ctx, v, setup, ef, clients, repetition, with_recall,
+                                         section.duration_s, section.warmup_s, run.seed))

@@ -1,0 +1,28 @@
+"""The ``vectors:`` section of a profile (``configs/profiles/*.yaml``); the dataset itself is
+the profile's ``datasets: vectors:`` spec."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from pglimits_core.profiles import Strict
+
+
+class Difficulty(Strict):
+    lid_k: int = Field(100, ge=2, description="neighbours of the LID estimate (ANN benchmarks use 100)")
+    sample: int = Field(200, ge=1, description="queries the difficulty is measured on")
+
+
+class VectorsProfile(Strict):
+    variants: list[str] = Field(default_factory=lambda: ["pgvector hnsw", "qdrant hnsw", "pgvector exact"])
+    m: int = Field(16, ge=2)
+    ef_construction: int = Field(64, ge=4)
+    ef: list[int] = Field(min_length=1, description="hnsw.ef_search / hnsw_ef values, each >= k = 10")
+    clients: list[int] = Field(min_length=1, description="closed-loop clients; the first also scores recall")
+    repetitions: int = Field(1, ge=1)
+    build_repetitions: int = Field(1, ge=1)
+    duration_s: float = Field(gt=0)
+    warmup_s: float = Field(1.0, ge=0)
+    recall_epsilon: float = Field(1e-5, gt=0, description="ties: a hit scores within this of the true 10th "
+                                                            "inner product")
+    difficulty: Difficulty = Field(default_factory=Difficulty)

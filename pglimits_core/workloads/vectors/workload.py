@@ -1,0 +1,35 @@
+"""The vector study as a registry entry: pgvector HNSW vs Qdrant HNSW at matched recall, with the
+exact scan's cost, each engine's build cost and the dataset's difficulty."""
+
+from __future__ import annotations
+
+from pglimits_core.analysis.vectors import all_tables, vectors_frame
+from pglimits_core.analysis.vectors_report import (
+    SEED_NOTES,
+    build_chart,
+    pareto_chart,
+    readme_lines,
+    recall_chart,
+    report_sections,
+    seed_comparison,
+)
+from pglimits_core.studies.vectors_plan import plan
+from pglimits_core.workloads.registry import Chart, Workload
+from pglimits_core.workloads.vectors.profile import VectorsProfile
+
+WORKLOAD = Workload(
+    name="vectors",
+    title="Vectors",
+    notebook="30-vectors",
+    section=VectorsProfile,
+    plan=plan,
+    frame=vectors_frame,
+    tables=all_tables,
+    charts=(Chart("sweep", "vectors-recall-qps", pareto_chart, "recall_mean", under="matched"),
+            Chart("sweep", "vectors-recall-ef", recall_chart, "recall_mean"),
+            Chart("build", "vectors-build", build_chart, "build_s")),
+    report_sections=report_sections,
+    readme_lines=readme_lines,
+    seed_comparison=seed_comparison,
+    seed_notes=SEED_NOTES,
+)

@@ -1,0 +1,89 @@
+"""The vector study on the test profile through ``run_workload``, against a real Postgres +
+pgvector and a real Qdrant: every point lands as a valid run record, the exact scan's recall is
+1.0, the largest ef's recall is high, and Qdrant is measured only once its optimizer finished."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pglimits_core.record.rundir import finished_runs
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def vectors_state(isolated_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private state dir that still finds the installed Qdrant binary, a private data dir."""
+    from pglimits_core.config import PROJECT_ROOT
+    from pglimits_core.servers.qdrant import QdrantServer
+
+    (isolated_state / "bin").symlink_to(PROJECT_ROOT / ".pglimits" / "bin")
+    QdrantServer.install()  # verifies the binary (fetches it only where none was installed)
+    monkeypatch.setenv("PGLIMITS_DATA_DIR", str(tmp_path / "data"))
+    return isolated_state
+
+
+def test_the_vector_study_runs_on_real_servers(vectors_state: Path, tmp_path: Path):
+    from pglimits_core.analysis.outputs import build_outputs
+    from pglimits_core.studies.study import run_workload
+    from pglimits_core.workloads.registry import workload
+
+    runs = tmp_path / "runs"
+    outcome = run_workload(workload("vectors"), "test", runs_root=runs, progress=False)
+    assert not outcome.failures and not outcome.unavailable, (outcome.failures, outcome.unavailable)
+    manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
+    assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
+    assert {m["params"]["experiment"] for m in manifests} == {"difficulty", "build", "sweep"}
+
+    builds = {m["params"]["variant"]: m["params"]["outcome"] for m in manifests if m["params"]["experiment"] == "build"}
+    qdrant = builds["qdrant hnsw"]
+    assert qdrant["status"] == "green" and qdrant["indexed_vectors"] == qdrant["rows"] > 0  # optimizer finished
+    assert qdrant["client"].startswith("qdrant-client gRPC")
+    pg = builds["pgvector hnsw"]
+    assert pg["index_bytes"] > 0 and pg["rows"] == qdrant["rows"] and not pg["build_spilled"]
+
+    tables = build_outputs(workload("vectors"), runs).tables
+    sweep = tables["sweep"]
+    exact = sweep[sweep.variant == "pgvector exact"]
+    assert len(exact) and (exact.recall_mean == 1.0).all() and (exact.recall_worst5_mean == 1.0).all()
+    for variant in ("pgvector hnsw", "qdrant hnsw"):
+        rows = sweep[sweep.variant == variant]
+        top = rows[rows.ef == rows.ef.max()]
+        assert (top.recall_mean >= 0.95).all() and (top.qps > 0).all(), rows
+    assert (sweep.rows_min == 10).all()
+    plans = [m["params"]["outcome"].get("plan", "") for m in manifests if m["params"]["variant"] == "pgvector hnsw"
+             and m["params"]["experiment"] == "sweep"]
+    assert plans and all("vectors_items_hnsw" in p for p in plans if p)
+    assert tables["difficulty"].iloc[0]["vectors"] == 2000 and not tables["matched"].empty
+
+    validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
+                              capture_output=True, text=True, env=os.environ.copy())
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+
+
+def test_qdrant_is_not_measured_while_its_optimizer_runs():
+    """``wait_indexed`` waits for green *and* every vector indexed; a collection that stays
+    unindexed is a one-line error, never a measurement."""
+    from types import SimpleNamespace
+
+    from qdrant_client.models import CollectionStatus
+
+    from pglimits_core.errors import PGLimitsError
+    from pglimits_core.studies.vectors_engines import wait_indexed
+
+    states = iter([SimpleNamespace(status=CollectionStatus.YELLOW, indexed_vectors_count=0, points_count=10),
+                   SimpleNamespace(status=CollectionStatus.GREEN, indexed_vectors_count=0, points_count=10),
+                   SimpleNamespace(status=CollectionStatus.GREEN, indexed_vectors_count=10, points_count=10)])
+    client = SimpleNamespace(get_collection=lambda _name: next(states))
+    assert wait_indexed(client, "c", timeout_s=5).indexed_vectors_count == 10
+    stuck = SimpleNamespace(get_collection=lambda _name: SimpleNamespace(
+        status=CollectionStatus.GREEN, indexed_vectors_count=np.int64(3), points_count=10))
+    with pytest.raises(PGLimitsError, match="still optimizing"):
+        wait_indexed(stuck, "c", timeout_s=0.3)

@@ -1,0 +1,148 @@
+"""The vector study's arithmetic on small synthetic data with known answers: recall with ties,
+the difficulty measures, the latent-dimension generator and the matched-recall tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pglimits_core.analysis.vectors import all_tables, matched_table, sweep_table
+from pglimits_core.analysis.vectors_difficulty import difficulty, lid_mle, relative_contrast
+from pglimits_core.datasets.vectors import VectorSpec, exact_top_k, generate_vectors, recall_with_ties
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.studies.vectors import check_ef, recall_outcome
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """One query at (1, 0); base vectors at known angles, two of them tied for 2nd place."""
+    angles = np.array([0.0, 0.3, 0.3, 0.5, 0.9, 1.2])
+    base = np.stack([np.cos(angles), np.sin(angles) * np.array([1, 1, -1, 1, 1, 1])], axis=1).astype(np.float32)
+    queries = np.array([[1.0, 0.0]], dtype=np.float32)
+    ids, scores = exact_top_k(base, queries, 2)
+    return base, queries, ids, scores
+
+
+def test_the_truth_scores_one_and_a_tied_neighbour_counts(tiny):
+    base, queries, ids, scores = tiny
+    assert ids.tolist() == [[0, 1]]  # the tie (1 and 2) goes to the smaller id
+    assert recall_with_ties([[0, 1]], base, queries, scores, 2, 1e-6).tolist() == [1.0]
+    # id 2 is exactly as close as id 1: a correct answer, though not the truth's id
+    assert recall_with_ties([[0, 2]], base, queries, scores, 2, 1e-6).tolist() == [1.0]
+    assert recall_at_k_strict([[0, 2]], ids) == 0.5  # what recall without ties would say
+
+
+def recall_at_k_strict(found, ids):
+    from pglimits_core.datasets.vectors import recall_at_k
+
+    return recall_at_k(found, ids, ids.shape[1])
+
+
+def test_a_farther_id_short_answers_and_duplicates_count_nothing(tiny):
+    base, queries, _, scores = tiny
+    assert recall_with_ties([[0, 3]], base, queries, scores, 2, 1e-6).tolist() == [0.5]
+    assert recall_with_ties([[0]], base, queries, scores, 2, 1e-6).tolist() == [0.5]  # fewer than k rows
+    assert recall_with_ties([[0, 0]], base, queries, scores, 2, 1e-6).tolist() == [0.5]
+    assert recall_with_ties([[]], base, queries, scores, 2, 1e-6).tolist() == [0.0]
+    # epsilon decides ties: 3 is within 0.2 of the 2nd best inner product
+    assert recall_with_ties([[0, 3]], base, queries, scores, 2, 0.2).tolist() == [1.0]
+
+
+def test_recall_outcome_gives_the_mean_and_the_worst_five_percent():
+    rng = np.random.default_rng(3)
+    base = _unit(rng.standard_normal((300, 8)))
+    queries = _unit(rng.standard_normal((40, 8)))
+    ids, scores = exact_top_k(base, queries, 10)
+
+    class Data:
+        pass
+
+    data = Data()
+    data.base, data.queries, data.truth_scores = base, queries, scores
+    found = [list(row) for row in ids]
+    found[0] = found[0][:5]  # one query answered with 5 of its 10
+    found[1] = found[1][:5] + [int(i) for i in np.argsort(base @ queries[1])[:5]]  # 5 right, 5 farthest
+    out = recall_outcome(data, found, 1e-6)
+    assert out["recall_mean"] == pytest.approx((38 + 0.5 + 0.5) / 40)
+    assert out["recall_worst5_mean"] == pytest.approx(0.5)  # ceil(5 % of 40) = 2 worst queries
+    assert out["rows_min"] == 5 and out["recall_queries"] == 40
+
+
+def test_lid_of_uniform_data_is_its_dimension():
+    rng = np.random.default_rng(11)
+    for d in (2, 5):
+        base = rng.uniform(-1, 1, size=(40_000, d))
+        queries = rng.uniform(-0.2, 0.2, size=(50, d))  # well inside: no boundary effect
+        dist = np.sort(np.linalg.norm(base[None, :, :] - queries[:, None, :], axis=2), axis=1)[:, :100]
+        assert np.median(lid_mle(dist)) == pytest.approx(d, rel=0.2)
+
+
+def test_lid_of_known_distances_and_relative_contrast():
+    # r_i = (i/k)^(1/d): the expected order statistics of uniform data in d dimensions
+    k, d = 1000, 7
+    r = (np.arange(1, k + 1) / k) ** (1 / d)
+    assert lid_mle(r[None, :])[0] == pytest.approx(d, rel=0.02)
+    assert relative_contrast(np.array([3.0]), np.array([1.5])).tolist() == [2.0]
+    with pytest.raises(ValueError):
+        lid_mle(np.array([[0.0, 1.0]]))
+
+
+def test_latent_dimension_shows_in_the_difficulty_and_spec_fields_are_checked():
+    flat = generate_vectors(VectorSpec(count=4000, dim=64, clusters=5, queries=40))
+    low = generate_vectors(VectorSpec(count=4000, dim=64, clusters=5, queries=40, latent_dim=4))
+    hard, easy = difficulty(flat.base, flat.queries, lid_k=50), difficulty(low.base, low.queries, lid_k=50)
+    assert easy["lid"]["median"] < 6 < 15 < hard["lid"]["median"]
+    assert easy["rc"]["median"] > hard["rc"]["median"]
+    assert easy["gap_ip"]["median"] > 0 and 0 <= easy["share_gap_below_epsilon"] <= 1
+    assert np.allclose(np.linalg.norm(low.base, axis=1), 1, atol=1e-5)
+    assert np.linalg.matrix_rank(low.base[:200].astype(np.float64), tol=1e-4) == 4
+    with pytest.raises(PGLimitsError, match="latent_dim"):
+        VectorSpec(count=100, dim=8, latent_dim=9)
+    with pytest.raises(PGLimitsError, match="latent_dim"):
+        VectorSpec(count=100, dim=8, latent_dim=1)
+
+
+def test_an_ef_below_k_is_refused():
+    with pytest.raises(PGLimitsError, match="below k"):
+        check_ef([10, 8])
+    check_ef([10, 400])
+
+
+def sweep_rows(variant: str, points: list[tuple]) -> list[dict]:
+    """(ef, clients, qps, recall or None) -> frame rows as the study records them."""
+    return [{"experiment": "sweep", "status": "complete", "variant": variant, "ef": ef, "clients": c,
+             "ops_per_s": qps, "recall_mean": recall, "recall_worst5_mean": None if recall is None else recall - 0.1,
+             "recall_p5": recall, "rows_min": 10, "client_bound": False,
+             "service_time_p50_ms": 1.0, "service_time_p99_ms": 2.0} for ef, c, qps, recall in points]
+
+
+def test_matched_recall_takes_the_smallest_ef_that_reaches_it_and_says_not_reached():
+    frame = pd.DataFrame(
+        sweep_rows("pgvector hnsw", [(10, 1, 5000, 0.80), (40, 1, 3000, 0.93), (200, 1, 1000, 0.96),
+                                     (10, 4, 9000, None), (40, 4, 6000, None), (200, 4, 2000, None)])
+        + sweep_rows("qdrant hnsw", [(10, 1, 4000, 0.85), (40, 1, 3500, 0.95), (200, 1, 2000, 0.995),
+                                     (40, 1, 3300, 0.95)])  # a second repetition
+        + sweep_rows("pgvector exact", [(None, 1, 100, 1.0)]))
+    sweep = sweep_table(frame)
+    rep = sweep[(sweep.variant == "qdrant hnsw") & (sweep.ef == 40)].iloc[0]
+    assert (rep.qps, rep.qps_min, rep.qps_max, rep.runs) == (3400, 3300, 3500, 2)
+    at4 = sweep[(sweep.variant == "pgvector hnsw") & (sweep.clients == 4)]
+    assert at4.recall_mean.tolist() == [0.80, 0.93, 0.96]  # recall joins by (variant, ef)
+    matched = matched_table(sweep).set_index(["target_recall", "clients", "variant"])
+    assert matched.loc[(0.9, 1, "pgvector hnsw"), "ef"] == 40 and matched.loc[(0.9, 1, "pgvector hnsw"), "qps"] == 3000
+    assert matched.loc[(0.95, 1, "qdrant hnsw"), "qps"] == 3400
+    assert matched.loc[(0.95, 1, "qdrant hnsw"), "qdrant_over_pgvector"] == pytest.approx(3400 / 1000)
+    assert matched.loc[(0.99, 1, "pgvector hnsw"), "qps_text"] == "not reached (best 0.960)"
+    assert pd.isna(matched.loc[(0.99, 1, "pgvector hnsw"), "qps"])
+    assert matched.loc[(0.99, 1, "pgvector exact"), "qps"] == 100
+
+
+def test_tables_of_no_records_are_empty_not_an_error():
+    tables = all_tables(pd.DataFrame())
+    assert set(tables) == {"difficulty", "build", "sweep", "matched"}
+    assert all(t.empty for t in tables.values())
