@@ -181,10 +181,23 @@ def stuck_table(frame: pd.DataFrame) -> pd.DataFrame:
                      "payload_bytes": row.payload_bytes, "subscribers": row.subscribers,
                      "stuck_lost": per.get("s0"), "others_lost": sum(v for k, v in per.items() if k != "s0"),
                      "others_p99_ms": row.others_p99, "disconnects": row.disconnects,
-                     "max_queue_usage": row.max_queue_usage, "max_omem_bytes": row.max_omem_bytes,
+                     "max_queue_usage": row.max_queue_usage,
+                     "queue_full_in_s": queue_full_in_s((row.outcome.get("server_watch") or {}).get("samples", [])),
+                     "max_omem_bytes": row.max_omem_bytes,
                      "subscriber_error": "; ".join(f"{k}: {v}" for k, v in errors.items()),
                      "limit": (row.outcome.get("limits") or {}).get("client-output-buffer-limit", "")})
     return pd.DataFrame(rows)
+
+
+def queue_full_in_s(samples: list[dict[str, Any]]) -> float | None:
+    """Postgres: seconds until the notification queue would be full at the growth measured while
+    the subscriber was stuck (first sample to the highest), None when it did not grow."""
+    usage = [(s["t_s"], s["queue_usage"]) for s in samples if s.get("queue_usage") is not None]
+    if len(usage) < 2:
+        return None
+    peak = max(range(len(usage)), key=lambda i: usage[i][1])
+    (t0, u0), (t1, u1) = usage[0], usage[peak]
+    return (1.0 - u1) / ((u1 - u0) / (t1 - t0)) + t1 - t0 if u1 > u0 and t1 > t0 else None
 
 
 def payload_table(frame: pd.DataFrame) -> pd.DataFrame:

@@ -4,8 +4,9 @@ what was published before a subscriber listened, and the tables on an empty fram
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
-from pglimits_core.analysis.pubsub import all_tables
+from pglimits_core.analysis.pubsub import all_tables, queue_full_in_s
 from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, run_load
 from pglimits_core.load.operation import run_start_ns
 from pglimits_core.studies.pubsub_ledger import (
@@ -115,3 +116,10 @@ def test_a_worker_knows_the_common_start(tmp_path):
     before, during = path.read_text().split()
     assert before == "None" and int(during) > 0
     assert result.status == "complete", result.error
+
+
+def test_the_queue_would_fill_at_the_growth_measured_while_stuck():
+    samples = [{"t_s": 0.0, "queue_usage": 0.0}, {"t_s": 1.0, "queue_usage": 0.01}, {"t_s": 2.0, "queue_usage": 0.02},
+               {"t_s": 3.0, "queue_usage": 0.0}]  # the stuck subscriber resumed: the queue emptied
+    assert queue_full_in_s(samples) == pytest.approx(100.0)
+    assert queue_full_in_s([{"t_s": 0.0, "queue_usage": 0.0}, {"t_s": 1.0, "queue_usage": 0.0}]) is None
