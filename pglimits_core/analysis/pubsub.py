@@ -23,7 +23,8 @@ def outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
     delivery = outcome.get("delivery") or {}
     others = outcome.get("delivery_others") or {}
     watch = outcome.get("server_watch") or {}
-    return {**{k: outcome.get(k) for k in ("published", "expected", "delivered", "lost", "duplicates", "reordered",
+    return {**{k: outcome.get(k) for k in ("published", "expected", "delivered", "lost", "not_received_by_cutoff",
+                                           "duplicates", "reordered",
                                            "unexpected", "before_subscribe", "delivered_ratio", "published_per_s",
                                            "deliveries_per_s", "disconnects")},
             **{f"delivery_{k}": delivery.get(f"{k}_ms") for k in ("p50", "p99", "p999", "max")},
@@ -77,12 +78,17 @@ def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFram
                      "publish_service_p99_ms": group.get("service_time_p99_ms", pd.Series(dtype=float)).median(),
                      "delivered": int(group.delivered.sum()), "expected": int(group.expected.sum()),
                      "delivered_ratio": group.delivered.sum() / group.expected.sum() if group.expected.sum() else None,
-                     "lost": int(group.lost.sum()), "duplicates": int(group.duplicates.sum()),
+                     "lost": int(group.lost.sum()), "not_received_by_cutoff": _sum(group, "not_received_by_cutoff"),
+                     "duplicates": int(group.duplicates.sum()),
                      "reordered": int(group.reordered.sum()),
                      "sustained": _all_sustained(group),
                      "server_cpu_ms_per_1k": _per_1k(group, "server_cpu_pct"),
                      "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"), "client_bound": _any(group.client_bound)})
     return pd.DataFrame(rows)
+
+
+def _sum(group: pd.DataFrame, column: str) -> int | None:
+    return int(pd.to_numeric(group[column], errors="coerce").fillna(0).sum()) if column in group else None
 
 
 def _all_sustained(group: pd.DataFrame) -> bool | None:

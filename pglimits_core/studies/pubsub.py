@@ -3,9 +3,10 @@ commit serialization of NOTIFY, idle listeners, a stuck subscriber, the largest 
 
 Every point is one recorded load run on a fresh channel (a new name per point: nothing of an
 earlier point can arrive): ``subscribers`` receiving workers and ``publishers`` publishing
-workers of the driver, subscribers listening before the common start. Phases: warm-up,
-measured window, and a tail in which only subscribers run (publishers late on their schedule
-finish inside it), then each subscriber reads on until the channel is quiet. Accounting
+workers of the driver, subscribers listening before the common start. Phases: warm-up and the
+measured window; after it each subscriber reads on until the channel is quiet (publishers late
+on their schedule finish meanwhile) — no idle tail phase, so the run's CPU samples are those of
+the load, which the client-bound verdict reads. Accounting
 (``pubsub_ledger.account``) and delivery latency go into the record's ``params.outcome``.
 """
 
@@ -40,7 +41,6 @@ from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
 STUDY = "pubsub"
 SYSTEMS = {"pg_notify": "postgres", "redis_publish": "redis"}
 PUBLISH_DRAIN_S = 1.0  # an open-loop publisher behind its schedule may finish this long after the window
-TAIL_S = PUBLISH_DRAIN_S + 0.5
 
 
 @dataclass(frozen=True)
@@ -162,8 +162,7 @@ def server_limits(v: PubsubVariant, url: str) -> dict[str, Any]:
 
 
 def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
-    return [Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s),
-            Phase("tail", TAIL_S, warmup=True)]
+    return [Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)]
 
 
 def publisher_loop(rate: float | None, batch: int) -> OpenLoop | ClosedLoop:

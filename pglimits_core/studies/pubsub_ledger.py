@@ -141,12 +141,15 @@ def expected_from(subscriber: dict[str, Any], publisher: dict[str, Any]) -> int:
 
 def account(publishers: list[dict[str, Any]], subscribers: list[dict[str, Any]]) -> dict[str, Any]:
     """Every subscriber against every publisher: expected, delivered, lost, duplicated, reordered;
-    ``per_subscriber`` lists each subscriber's losses (a stuck one shows here)."""
+    ``per_subscriber`` lists each subscriber's misses (a stuck one shows here). A subscriber whose
+    final read was cut off while messages still arrived (``drain_complete`` false: it was that
+    far behind) has its misses counted ``not_received_by_cutoff``, not lost: they may still have
+    been on their way."""
     totals = {"published": sum(p["published"] for p in publishers),
               "published_in_window": sum(p.get("published_in_window", 0) for p in publishers),
               "subscribers": len(subscribers), "expected": 0, "delivered": 0, "lost": 0,
               "duplicates": 0, "reordered": 0, "unexpected": 0, "before_subscribe": 0,
-              "foreign": 0, "after_run": 0, "clamped": 0}
+              "foreign": 0, "after_run": 0, "clamped": 0, "not_received_by_cutoff": 0}
     per_subscriber, known = [], {p["publisher"] for p in publishers}
     for sub in subscribers:
         lost = 0
@@ -166,8 +169,10 @@ def account(publishers: list[dict[str, Any]], subscribers: list[dict[str, Any]])
         totals["unexpected"] += sum(s["distinct"] for p, s in sub["publishers"].items() if p not in known)
         for key in ("foreign", "after_run", "clamped"):
             totals[key] += sub.get(key, 0)
-        totals["lost"] += lost
-        per_subscriber.append({"subscriber": sub["subscriber"], "lost": lost, "in_window": sub["in_window"]})
+        complete = sub.get("drain_complete", True)
+        totals["lost" if complete else "not_received_by_cutoff"] += lost
+        per_subscriber.append({"subscriber": sub["subscriber"], "lost": lost, "in_window": sub["in_window"],
+                               "drain_complete": complete})
     totals["delivered_ratio"] = totals["delivered"] / totals["expected"] if totals["expected"] else None
     return {**totals, "per_subscriber": per_subscriber}
 

@@ -5,8 +5,9 @@ CPU is the client's). A subscriber listens in ``open()`` — the driver starts n
 before every worker has opened, so every subscriber listens before the first publish — and
 each call receives what has arrived (up to ``batch`` messages, waiting at most ``wait_s``): the
 number received is the operation's item count (0 = an idle poll). Its loop runs through the
-publishers' measured window and a tail after it; at ``close()`` it reads on until the channel
-is quiet for ``QUIET_S`` (at most ``DRAIN_LIMIT_S``), then writes its ``Tally``.
+publishers' warm-up and measured window; at ``close()`` it reads on until the channel is quiet
+for ``QUIET_S`` (at most ``DRAIN_LIMIT_S``: a subscriber that far behind is cut off, and says
+so), then writes its ``Tally``.
 
 Publishers: Postgres ``SELECT pg_notify(channel, payload)`` in autocommit — one publish = one
 transaction — or, batched, one statement ``SELECT pg_notify(channel, p) FROM unnest(array)``:
@@ -221,8 +222,12 @@ class SubscribeOp(PubsubOp):
                     quiet_since = time.monotonic()
         except Exception as error:  # a disconnected subscriber (Redis output-buffer limit) still reports
             self.error = f"{type(error).__name__}: {error}"
-        write_json(self.ledger_dir, f"subscriber-{self.subscriber}", {**self.tally.to_json(), "error": self.error,
-                                                                       "disconnects": self.disconnects})
+        # cut off while messages were still arriving: what it misses was not received in time,
+        # which the accounting keeps apart from a loss
+        quiet = time.monotonic() - quiet_since >= QUIET_S
+        write_json(self.ledger_dir, f"subscriber-{self.subscriber}",
+                   {**self.tally.to_json(), "error": self.error, "disconnects": self.disconnects,
+                    "drain_complete": quiet})
         self.conn.close()
         if not self.postgres:
             self.client.close()

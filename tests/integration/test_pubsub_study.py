@@ -17,7 +17,7 @@ import pytest
 
 from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.record.rundir import finished_runs
-from pglimits_core.studies.pubsub import TAIL_S, variant
+from pglimits_core.studies.pubsub import PUBLISH_DRAIN_S, variant
 from pglimits_core.studies.pubsub_ledger import account, read_json
 from pglimits_core.studies.pubsub_ops import DRAIN_LIMIT_S, PublishOp, SubscribeOp
 from pglimits_core.studies.study import run_workload
@@ -50,11 +50,12 @@ def test_the_test_profile_runs_and_accounts_for_every_message(tmp_path: Path, is
             publishes = manifest["params"].get("mode") != "alone"  # writers alone notify nothing
             assert (result["expected"] > 0) == publishes and result["delivered"] == result["expected"], result
             assert result["lost"] == result["duplicates"] == result["unexpected"] == 0
+            assert result["not_received_by_cutoff"] == 0
         else:  # the stuck drill: the others lose nothing; the drill ends within its bound
             assert all(s["lost"] == 0 for s in result["per_subscriber"] if s["subscriber"] != "s0")
             params = manifest["params"]
             bound = params["spec"]["phases"][0]["duration_s"] + params["spec"]["phases"][1]["duration_s"] \
-                + TAIL_S + DRAIN_LIMIT_S + 15
+                + PUBLISH_DRAIN_S + DRAIN_LIMIT_S + 15
             assert _seconds(manifest) < bound
     payload = {m["system"]: m["params"]["outcome"]["payload_sizes"] for m in manifests
                if m["params"]["experiment"] == "payload_limit"}

@@ -123,3 +123,9 @@ def test_the_queue_would_fill_at_the_growth_measured_while_stuck():
                {"t_s": 3.0, "queue_usage": 0.0}]  # the stuck subscriber resumed: the queue emptied
     assert queue_full_in_s(samples) == pytest.approx(100.0)
     assert queue_full_in_s([{"t_s": 0.0, "queue_usage": 0.0}, {"t_s": 1.0, "queue_usage": 0.0}]) is None
+
+
+def test_a_subscriber_cut_off_while_still_receiving_is_not_counted_as_losing():
+    behind = {**subscriber("s0", [("p0", s) for s in range(6)]), "drain_complete": False}
+    result = account([publisher("p0", 10)], [behind, subscriber("s1", [("p0", s) for s in range(9)])])
+    assert result["not_received_by_cutoff"] == 4 and result["lost"] == 1
