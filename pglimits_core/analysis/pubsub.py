@@ -30,6 +30,8 @@ def outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
             **{f"delivery_{k}": delivery.get(f"{k}_ms") for k in ("p50", "p99", "p999", "max")},
             "delivery_count": delivery.get("count"), "others_p99": others.get("p99_ms"),
             "max_queue_usage": watch.get("max_queue_usage"), "max_omem_bytes": watch.get("max_omem_bytes"),
+            "server_rss_mib": watch.get("max_server_rss_mib"),
+            "server_rss_largest_mib": watch.get("max_server_rss_largest_mib"),
             "outcome": outcome}
 
 
@@ -83,7 +85,9 @@ def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFram
                      "reordered": int(group.reordered.sum()),
                      "sustained": _all_sustained(group),
                      "server_cpu_ms_per_1k": _per_1k(group, "server_cpu_pct"),
-                     "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"), "client_bound": _any(group.client_bound)})
+                     "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"),
+                     "server_rss_largest_mib": pd.to_numeric(group.get("server_rss_largest_mib"), errors="coerce").max(),
+                     "client_bound": _any(group.client_bound)})
     return pd.DataFrame(rows)
 
 

@@ -98,8 +98,8 @@ class ServerWatch:
     largest pub/sub client output buffer (``CLIENT LIST TYPE pubsub`` omem) and the pub/sub
     clients connected. Read by the study process on its own connection."""
 
-    def __init__(self, server: str, url: str, every_s: float = 1.0):
-        self.server, self.url, self.every_s = server, url, every_s
+    def __init__(self, server: str, url: str, every_s: float = 1.0, pids: tuple[int, ...] = ()):
+        self.server, self.url, self.every_s, self.pids = server, url, every_s, pids
         self.samples: list[dict[str, Any]] = []
         self.error: str | None = None
         self._stop = threading.Event()
@@ -118,10 +118,24 @@ class ServerWatch:
             read = self._postgres() if self.server == "postgres" else self._redis()
             started = time.monotonic()
             while not self._stop.is_set():
-                self.samples.append({"t_s": round(time.monotonic() - started, 2), **read()})
+                self.samples.append({"t_s": round(time.monotonic() - started, 2), **read(), **self._rss()})
                 self._stop.wait(self.every_s)
         except Exception as error:  # a watcher never fails the point; its error is recorded
             self.error = f"{type(error).__name__}: {error}"
+
+    def _rss(self) -> dict[str, float]:
+        """The server's resident memory in MiB: summed over its processes (Postgres backends
+        share their buffers, so the sum overcounts) and its largest process (a lower bound)."""
+        import psutil
+
+        rss = []
+        for pid in self.pids:
+            try:
+                root = psutil.Process(pid)
+                rss += [p.memory_info().rss for p in (root, *root.children(recursive=True))]
+            except psutil.Error:
+                continue
+        return {"server_rss_mib": sum(rss) / 2**20, "server_rss_largest_mib": max(rss, default=0) / 2**20} if rss else {}
 
     def _postgres(self):
         import psycopg
@@ -143,7 +157,7 @@ class ServerWatch:
     def summary(self) -> dict[str, Any]:
         keys = {k for s in self.samples for k in s if k != "t_s"}
         return {"samples": self.samples, "error": self.error,
-                **{f"max_{k}" if not k.startswith("max_") else k: max(s.get(k, 0) for s in self.samples)
+                **{k if k.startswith("max_") else f"max_{k}": max(s.get(k, 0) for s in self.samples)
                    for k in keys}}
 
 
@@ -217,7 +231,8 @@ def run_point(ctx: Context, v: PubsubVariant, experiment: str, roles_for, params
             outcome = judge(ledger, duration_s, watch, limits)
             return {**outcome, **(after(outcome) if after else {})}
 
-        with idle_listeners(v, url, idle), ServerWatch(v.server, url) as watch:
+        pids = tuple(ctx.endpoints[v.server].pids)
+        with idle_listeners(v, url, idle), ServerWatch(v.server, url, pids=pids) as watch:
             return run_recorded(ctx, STUDY, v.system, name, v.server, spec, params, after=judged)
     finally:
         shutil.rmtree(ledger, ignore_errors=True)
