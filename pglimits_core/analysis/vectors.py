@@ -21,7 +21,7 @@ MIB = 2**20
 
 # outcome fields flattened into the frame (nested dicts one level deep: lid -> lid_median)
 _OUTCOME_SCALARS = ("rows", "recall_mean", "recall_worst5_mean", "recall_p5", "recall_min", "recall_queries",
-                    "rows_min", "rows_mean", "load_s", "build_s", "index_bytes", "table_bytes", "server_rss_bytes",
+                    "rows_min", "rows_mean", "short_answers", "filter_violations", "filter_kept", "load_s", "build_s", "index_bytes", "table_bytes", "server_rss_bytes", "server_pss_bytes", "wal_bytes",
                     "indexed_vectors", "segments", "build_spilled", "pgvector_version", "queries_sampled",
                     "lid_k", "share_gap_below_epsilon", "client", "load_method")
 _OUTCOME_NESTED = ("lid", "rc", "gap_l2", "gap_ip", "nn_distance", "kth_distance")
@@ -87,7 +87,10 @@ def _range(low: Any, high: Any) -> str | None:
 
 
 def build_table(frame: pd.DataFrame) -> pd.DataFrame:
-    rows = _of(frame, "build")
+    """Per engine: the plain build, and Qdrant's build with the filter attribute (payload +
+    payload index) for the filtered search, apart."""
+    rows = pd.concat([_of(frame, "build"), _of(frame, "build_tagged").assign(
+        variant=lambda t: t.variant + " + filter payload index")]) if len(frame) else pd.DataFrame()
     if rows.empty:
         return pd.DataFrame()
     out = []
@@ -95,7 +98,8 @@ def build_table(frame: pd.DataFrame) -> pd.DataFrame:
         out.append({"variant": variant, "builds": len(group), "rows": _median(group, "rows"),
                     "load_s": _median(group, "load_s"), "build_s": _median(group, "build_s"),
                     "build_s_range": _range(group.build_s.min(), group.build_s.max()),
-                    "index_mib": _median(group, "index_bytes", MIB), "server_rss_mib": _median(group, "server_rss_bytes", MIB),
+                    "index_mib": _median(group, "index_bytes", MIB), "server_pss_mib": _median(group, "server_pss_bytes", MIB),
+                    "server_rss_mib": _median(group, "server_rss_bytes", MIB),
                     "parallel_maintenance_workers": group.get("parallel_maintenance_workers", pd.Series([None])).iloc[-1],
                     "maintenance_work_mem": group.get("maintenance_work_mem", pd.Series([None])).iloc[-1],
                     "build_spilled": group.get("build_spilled", pd.Series([None])).iloc[-1],
@@ -176,14 +180,42 @@ def _with_ratio(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(qdrant_over_pgvector=ratios)
 
 
+FILTERED_COLUMNS = ["variant", "selectivity_pct", "ef", "clients", "qps", "qps_min", "qps_max", "runs",
+                    "recall_mean", "recall_worst5_mean", "rows_mean", "rows_min", "short_answers_pct",
+                    "filter_violations", "p50_ms", "p99_ms", "client_bound"]
+
+
+def filtered_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (engine, selectivity, ef): recall against the exact filtered top 10, rows returned
+    (mean, fewest, share of queries answered with fewer than 10), QPS."""
+    rows = _of(frame, "filtered")
+    if rows.empty:
+        return pd.DataFrame(columns=FILTERED_COLUMNS)
+    out = []
+    for (variant, pct, ef), group in rows.groupby(["variant", "selectivity_pct", "ef"], sort=False):
+        queries = group.recall_queries.max()
+        out.append({"variant": variant, "selectivity_pct": int(pct), "ef": int(ef), "clients": int(group.clients.iloc[0]),
+                    "qps": group.ops_per_s.median(), "qps_min": group.ops_per_s.min(), "qps_max": group.ops_per_s.max(),
+                    "runs": len(group), "recall_mean": group.recall_mean.median(),
+                    "recall_worst5_mean": group.recall_worst5_mean.median(), "rows_mean": group.rows_mean.median(),
+                    "rows_min": int(group.rows_min.min()),
+                    "short_answers_pct": 100 * group.short_answers.median() / queries if queries else None,
+                    "filter_violations": int(group.filter_violations.max()),
+                    "p50_ms": _median(group, "service_time_p50_ms"), "p99_ms": _median(group, "service_time_p99_ms"),
+                    "client_bound": any(value is True for value in group.client_bound)})
+    table = pd.DataFrame(out, columns=FILTERED_COLUMNS)
+    return table.sort_values(["variant", "selectivity_pct", "ef"]).reset_index(drop=True)
+
+
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every table by key; an empty frame (no records yet) gives empty tables."""
     if frame is None or frame.empty:
         return {"difficulty": pd.DataFrame(), "build": pd.DataFrame(),
-                "sweep": pd.DataFrame(columns=SWEEP_COLUMNS), "matched": pd.DataFrame()}
+                "sweep": pd.DataFrame(columns=SWEEP_COLUMNS), "matched": pd.DataFrame(),
+                "filtered": pd.DataFrame(columns=FILTERED_COLUMNS)}
     sweep = sweep_table(frame)
     return {"difficulty": difficulty_table(frame), "build": build_table(frame), "sweep": sweep,
-            "matched": matched_table(sweep)}
+            "matched": matched_table(sweep), "filtered": filtered_table(frame)}
 
 
 def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

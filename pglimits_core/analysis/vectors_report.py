@@ -65,9 +65,9 @@ def recall_chart(sweep: pd.DataFrame):
 
 
 def build_chart(build: pd.DataFrame):
-    """Load time, index build time, index size and server RSS per engine."""
+    """Load time, index build time, index size and server memory (PSS) per engine."""
     panels = [("load_s", "load (s)"), ("build_s", "index build (s)"), ("index_mib", "index size (MiB)"),
-              ("server_rss_mib", "server RSS after build (MiB)")]
+              ("server_pss_mib", "server memory after build (PSS, MiB)")]
     fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.4))
     for ax, (column, title) in zip(axes, panels, strict=True):
         values = pd.to_numeric(build[column], errors="coerce")
@@ -79,14 +79,37 @@ def build_chart(build: pd.DataFrame):
     return fig
 
 
+def filtered_chart(filtered: pd.DataFrame):
+    """Recall against the exact filtered top 10, and rows returned, against selectivity; a line
+    per (engine, ef)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for (variant, ef), group in filtered.groupby(["variant", "ef"], sort=False):
+        group = group.sort_values("selectivity_pct")
+        style = {"color": COLOURS.get(variant, "#595959"), "marker": "o",
+                 "linestyle": "-" if ef == filtered.ef.max() else "--", "label": f"{variant}, ef {ef}"}
+        axes[0].plot(group.selectivity_pct, group.recall_mean, **style)
+        axes[1].plot(group.selectivity_pct, group.rows_mean, **style)
+    for ax, ylabel in zip(axes, ("recall@10 vs the exact filtered top 10", "rows returned per query (mean)"),
+                          strict=True):
+        ax.set_xscale("log")
+        ax.set(xlabel="selectivity: % of vectors passing the filter", ylabel=ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("Vectors: filtered search (pgvector 0.6.2 filters the rows its HNSW scan returns)")
+    fig.tight_layout()
+    return fig
+
+
 CAPTIONS = {"difficulty": "Dataset difficulty (LID, relative contrast, 10th/11th gap)",
             "matched": "QPS at matched recall (the headline)", "build": "Build cost",
-            "sweep": "Recall–QPS sweep: every (engine, ef, clients) point"}
+            "sweep": "Recall–QPS sweep: every (engine, ef, clients) point",
+            "filtered": "Filtered search: recall against the exact filtered top 10, rows returned, QPS"}
 
 
 def report_sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]
                     ) -> tuple[list[Section], list[Section]]:
-    shown = [(CAPTIONS[k], tables[k]) for k in ("difficulty", "matched", "build") if k in tables]
+    shown = [(CAPTIONS[k], tables[k]) for k in ("difficulty", "matched", "build", "filtered")
+             if k in tables and not tables[k].empty]
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
     return ([Section("Vectors: pgvector HNSW vs Qdrant at matched recall", [HOW_TO_READ], shown),
              Section("Vectors: figures", figures=pngs)],
@@ -101,8 +124,13 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
         lines += [top.to_markdown(index=False), ""]
     build = tables.get("build", pd.DataFrame())
     if not build.empty:
-        cols = [c for c in ("variant", "rows", "load_s", "build_s", "index_mib", "server_rss_mib") if c in build]
+        cols = [c for c in ("variant", "rows", "load_s", "build_s", "index_mib", "server_pss_mib") if c in build]
         lines += [build[cols].round(2).to_markdown(index=False), ""]
+    filtered = tables.get("filtered", pd.DataFrame())
+    if not filtered.empty:
+        cols = ["variant", "selectivity_pct", "ef", "qps", "recall_mean", "rows_mean", "short_answers_pct"]
+        lines += ["Filtered search (recall against the exact filtered top 10; rows returned per query):", "",
+                  filtered[cols].round(3).to_markdown(index=False), ""]
     difficulty = tables.get("difficulty", pd.DataFrame())
     if not difficulty.empty:
         lines += [difficulty.T.reset_index().rename(columns={"index": "dataset", 0: "value"}).to_markdown(index=False), ""]

@@ -14,12 +14,13 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from pglimits_core.datasets.store import dataset_id, ensure_dataset, load_vectors
-from pglimits_core.datasets.vectors import VectorSpec, recall_with_ties
+from pglimits_core.datasets.vectors import VectorSpec, exact_top_k, recall_with_ties
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec
 from pglimits_core.record.manifest import new_manifest
@@ -124,107 +125,168 @@ def difficulty_point(ctx: Context, setup: Setup, lid_k: int, sample: int, seed: 
 
 
 def build_point(ctx: Context, v: VectorsVariant, setup: Setup, repetition: int, seed: int,
-                servers: dict[str, Any] | None = None) -> RecordedRun:
-    """Load and index the dataset from scratch; times, sizes and server RSS after the build."""
+                servers: dict[str, Any] | None = None, tagged: bool = False) -> RecordedRun:
+    """Load and index the dataset from scratch; times, sizes and server memory after the build.
+    ``tagged`` (Qdrant, for the filtered search): the points carry the filter attribute."""
 
     def measure() -> dict[str, Any]:
         _, data = dataset(setup)
-        built = _build(ctx, v, setup, data.base)
-        return {**built, **_footprint(ctx, v, servers or {}, setup)}
+        built = _build(ctx, v, setup, data.base, tagged)
+        return {**built, **_footprint(ctx, v, servers or {}, setup, tagged)}
 
-    return _recorded(ctx, v, "build", {**setup.params(), "repetition": repetition}, seed, measure)
+    experiment = "build_tagged" if tagged else "build"
+    return _recorded(ctx, v, experiment, {**setup.params(), "repetition": repetition}, seed, measure)
 
 
-def _build(ctx: Context, v: VectorsVariant, setup: Setup, base: np.ndarray) -> dict[str, Any]:
+def _collection(setup: Setup, tagged: bool) -> str:
+    return engines.collection_name(setup.tag) + ("_tagged" if tagged else "")
+
+
+def _build(ctx: Context, v: VectorsVariant, setup: Setup, base: np.ndarray, tagged: bool = False) -> dict[str, Any]:
     endpoint = ctx.endpoints[v.server]
     if v.system == "pgvector":
         return engines.pg_build(endpoint.url, base, setup.tag, setup.m, setup.ef_construction)
-    return engines.qdrant_build(endpoint.url, endpoint.extra.get("grpc_port"), base,
-                                engines.collection_name(setup.tag), setup.m, setup.ef_construction)
+    return engines.qdrant_build(endpoint.url, endpoint.extra.get("grpc_port"), base, _collection(setup, tagged),
+                                setup.m, setup.ef_construction, with_tag=tagged)
 
 
-def _footprint(ctx: Context, v: VectorsVariant, servers: dict[str, Any], setup: Setup) -> dict[str, Any]:
-    """The server's resident memory (its processes and their children) and, for Qdrant, the
-    collection's bytes on disk (pgvector's index size is ``pg_relation_size``)."""
-    import psutil
-
-    rss = 0
-    for pid in ctx.endpoints[v.server].pids:
-        try:
-            process = psutil.Process(pid)
-            rss += sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
-        except psutil.Error:
-            continue
-    found: dict[str, Any] = {"server_rss_bytes": rss or None}
+def _footprint(ctx: Context, v: VectorsVariant, servers: dict[str, Any], setup: Setup,
+               tagged: bool = False) -> dict[str, Any]:
+    """The server's memory after the build — PSS summed over its processes (shared memory such
+    as Postgres's shared_buffers counted once, not once per process), RSS beside it — and, for
+    Qdrant, the index on disk: its segments (vectors + HNSW graph), the WAL apart
+    (pgvector's index size is ``pg_relation_size``, which also holds the vectors)."""
+    found: dict[str, Any] = _memory(ctx.endpoints[v.server].pids)
     server = servers.get(v.server)
     if v.system == "qdrant" and server is not None:
         from pglimits_core.servers.storage import directory_bytes
 
-        collection = Path(server.data_dir) / "storage" / "collections" / engines.collection_name(setup.tag)
-        found["index_bytes"] = directory_bytes(collection) if collection.exists() else None
-        found["index_bytes_is"] = "the collection directory (vectors + HNSW graph + payload storage)"
+        collection = Path(server.data_dir) / "storage" / "collections" / _collection(setup, tagged)
+        shards = [p for p in collection.iterdir() if p.is_dir()] if collection.exists() else []
+        found["index_bytes"] = sum(directory_bytes(s / "segments") for s in shards if (s / "segments").exists()) or None
+        found["wal_bytes"] = sum(directory_bytes(s / "wal") for s in shards if (s / "wal").exists())
+        found["index_bytes_is"] = "the collection's segments (vectors + HNSW graph), WAL apart"
     return found
 
 
-def ensure_index(ctx: Context, v: VectorsVariant, setup: Setup, base: np.ndarray) -> None:
-    """The index this point queries exists (a resumed study may not have rebuilt it)."""
+def _memory(pids: tuple[int, ...]) -> dict[str, Any]:
+    import psutil
+
+    pss = rss = 0
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            for process in [root, *root.children(recursive=True)]:
+                info = process.memory_full_info()
+                pss += getattr(info, "pss", info.rss)
+                rss += info.rss
+        except psutil.Error:
+            continue
+    return {"server_pss_bytes": pss or None, "server_rss_bytes": rss or None}
+
+
+def ensure_index(ctx: Context, v: VectorsVariant, setup: Setup, base: np.ndarray, tagged: bool = False) -> None:
+    """The index this point queries exists (a resumed study may not have rebuilt it). pgvector's
+    filter is computed from the id, so one table serves both searches; Qdrant's filtered search
+    needs its tagged collection (built in place of the plain one: one collection in RAM)."""
     endpoint = ctx.endpoints[v.server]
     if v.system == "pgvector":
         if engines.pg_current_tag(endpoint.url) != setup.tag:
             engines.pg_build(endpoint.url, base, setup.tag, setup.m, setup.ef_construction)
         return
-    name = engines.collection_name(setup.tag)
-    if not engines.qdrant_has(endpoint.url, endpoint.extra.get("grpc_port"), name, len(base)):
-        engines.qdrant_build(endpoint.url, endpoint.extra.get("grpc_port"), base, name, setup.m, setup.ef_construction)
+    if not engines.qdrant_has(endpoint.url, endpoint.extra.get("grpc_port"), _collection(setup, tagged), len(base)):
+        _build(ctx, v, setup, base, tagged)
 
 
-def answers(ctx: Context, v: VectorsVariant, setup: Setup, queries: np.ndarray, ef: int | None) -> list[list[int]]:
+def answers(ctx: Context, v: VectorsVariant, setup: Setup, queries: np.ndarray, ef: int | None,
+            below: int | None = None) -> list[list[int]]:
     endpoint = ctx.endpoints[v.server]
     if v.system == "pgvector":
-        return engines.pg_answers(endpoint.url, queries, None if v.exact else ef, K)
-    return engines.qdrant_answers(endpoint.url, endpoint.extra.get("grpc_port"),
-                                  engines.collection_name(setup.tag), queries, ef, K)
+        return engines.pg_answers(endpoint.url, queries, None if v.exact else ef, K, below)
+    return engines.qdrant_answers(endpoint.url, endpoint.extra.get("grpc_port"), _collection(setup, below is not None),
+                                  queries, ef, K, below)
 
 
-def recall_outcome(data, found: list[list[int]], epsilon: float) -> dict[str, Any]:
+def recall_outcome(data, found: list[list[int]], epsilon: float,
+                   returned: list[list[int]] | None = None) -> dict[str, Any]:
     """Mean recall@k with ties, the worst 5 % of queries (their mean, and the 5th percentile),
-    rows returned."""
+    rows returned (``returned``: the raw answers, when ``found`` was cleaned of invalid ids)."""
     per_query = recall_with_ties(found, data.base, data.queries, data.truth_scores, K, epsilon)
     worst = np.sort(per_query)[:max(1, int(np.ceil(0.05 * len(per_query))))]
-    rows = np.array([len(f) for f in found])
-    return {"recall_mean": float(per_query.mean()), "recall_worst5_mean": float(worst.mean()),
+    rows = np.array([len(f) for f in (returned if returned is not None else found)])
+    return {"short_answers": int((rows < K).sum()), "recall_mean": float(per_query.mean()), "recall_worst5_mean": float(worst.mean()),
             "recall_p5": float(np.percentile(per_query, 5)), "recall_min": float(per_query.min()),
             "recall_queries": len(per_query), "rows_min": int(rows.min()), "rows_mean": float(rows.mean())}
 
 
-def _op(ctx: Context, v: VectorsVariant, setup: Setup, path: Path, ef: int | None):
+def _op(ctx: Context, v: VectorsVariant, setup: Setup, path: Path, ef: int | None, below: int | None = None):
     endpoint = ctx.endpoints[v.server]
     if v.system == "pgvector":
-        return engines.PgvectorQueryOp(endpoint.url, str(path), None if v.exact else ef, K)
-    return engines.QdrantQueryOp(endpoint.url, endpoint.extra.get("grpc_port"), engines.collection_name(setup.tag),
-                                 str(path), ef, K)
+        return engines.PgvectorQueryOp(endpoint.url, str(path), None if v.exact else ef, K, below)
+    return engines.QdrantQueryOp(endpoint.url, endpoint.extra.get("grpc_port"), _collection(setup, below is not None),
+                                 str(path), ef, K, below)
+
+
+CLIENTS_USED = {"qdrant": "gRPC SearchPoints (qdrant-client channel, prebuilt requests)",
+                "pgvector": "psycopg 3, binary vector parameter (%b), prepared"}
 
 
 def sweep_point(ctx: Context, v: VectorsVariant, setup: Setup, ef: int | None, clients: int, repetition: int,
                 with_recall: bool, duration_s: float, warmup_s: float, seed: int) -> RecordedRun:
     """``clients`` closed-loop workers query at ``ef`` for ``duration_s``; with ``with_recall``
     every query is first answered once, untimed, and scored against the exact truth."""
+
+    def score(data) -> dict[str, Any]:
+        return recall_outcome(data, answers(ctx, v, setup, data.queries, ef), setup.epsilon) if with_recall else {}
+
+    params = {"ef": ef, "clients": clients, "repetition": repetition, "with_recall": with_recall}
+    return _query_point(ctx, v, setup, "sweep", params, None, score, duration_s, warmup_s, seed)
+
+
+def filtered_point(ctx: Context, v: VectorsVariant, setup: Setup, selectivity: int, ef: int, clients: int,
+                   repetition: int, duration_s: float, warmup_s: float, seed: int) -> RecordedRun:
+    """The search filtered to ``selectivity`` % of the vectors (``tag < selectivity``): recall
+    against the exact *filtered* top 10, rows returned (pgvector can return fewer than 10), QPS."""
+
+    def score(data) -> dict[str, Any]:
+        mask = engines.filter_mask(len(data.base), selectivity)
+        found = answers(ctx, v, setup, data.queries, ef, below=selectivity)
+        return score_filtered(data, found, mask, setup.epsilon)
+
+    params = {"selectivity_pct": selectivity, "ef": ef, "clients": clients, "repetition": repetition,
+              "with_recall": True}
+    return _query_point(ctx, v, setup, "filtered", params, selectivity, score, duration_s, warmup_s, seed)
+
+
+def score_filtered(data, found: list[list[int]], mask: np.ndarray, epsilon: float) -> dict[str, Any]:
+    """Recall of filtered answers against the exact top k *among the vectors passing the filter*;
+    an id outside the filter is wrong whatever its distance (counted as a violation, never a hit);
+    a short answer is scored over k and counted in ``short_answers``."""
+    kept = np.flatnonzero(mask)
+    _, truth_scores = exact_top_k(data.base[kept], data.queries, K)
+    violations = sum(int(not mask[i]) for row in found for i in row)
+    valid = [[i for i in row if mask[i]] for row in found]
+    filtered = SimpleNamespace(base=data.base, queries=data.queries, truth_scores=truth_scores)
+    return {**recall_outcome(filtered, valid, epsilon, returned=found), "filter_violations": violations,
+            "filter_kept": int(mask.sum())}
+
+
+def _query_point(ctx: Context, v: VectorsVariant, setup: Setup, experiment: str, knobs: dict[str, Any],
+                 below: int | None, score, duration_s: float, warmup_s: float, seed: int) -> RecordedRun:
     path = ensure_dataset(setup.spec)
+    ef = knobs["ef"]
     spec = RunSpec(phases=[Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)],
-                   roles=[Role("client", _op(ctx, v, setup, path, ef), workers=clients, loop=ClosedLoop())],
-                   seed=seed, start_method="fork")
-    params = {"experiment": "sweep", "variant": v.label, **setup.params(), "ef": ef, "clients": clients,
-              "repetition": repetition, "with_recall": with_recall,
-              "client": "gRPC SearchPoints (qdrant-client channel, prebuilt requests)" if v.system == "qdrant" else
-                        "psycopg 3, binary vector parameter (%b), prepared"}
-    name = f"sweep:{v.label}"
+                   roles=[Role("client", _op(ctx, v, setup, path, ef, below), workers=knobs["clients"],
+                               loop=ClosedLoop())], seed=seed, start_method="fork")
+    params = {"experiment": experiment, "variant": v.label, **setup.params(), **knobs, "client": CLIENTS_USED[v.system]}
+    name = f"{experiment}:{v.label}"
     if reused := ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()}):
         return reused
     data = load_vectors(path)
-    ensure_index(ctx, v, setup, data.base)
-    found = recall_outcome(data, answers(ctx, v, setup, data.queries, ef), setup.epsilon) if with_recall else {}
+    ensure_index(ctx, v, setup, data.base, tagged=below is not None)
+    found = score(data)
     if v.system == "pgvector":
-        found["plan"] = engines.pg_plan(ctx.endpoints[v.server].url, data.queries[0], None if v.exact else ef, K)
+        found["plan"] = engines.pg_plan(ctx.endpoints[v.server].url, data.queries[0], None if v.exact else ef, K, below)
         uses_index = engines.INDEX in found["plan"]
         if uses_index == v.exact:
             raise PGLimitsError(f"{v.label} at ef={ef}: the plan {'uses' if uses_index else 'does not use'} the "

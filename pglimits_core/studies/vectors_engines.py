@@ -31,6 +31,15 @@ COPY_ROWS = 2_000
 UPSERT_BATCH = 1_000
 OPTIMIZER_TIMEOUT_S = 1_800.0
 OUT_OF_MEMORY_NOTICE = "no longer fits into maintenance_work_mem"
+#: The filtered search's attribute: ``tag = id % 100``, so ``tag < p`` keeps p % of the vectors,
+#: spread evenly over the clusters (ids are in generation order, which is random over clusters).
+FILTER_BUCKETS = 100
+TAG = "tag"
+
+
+def filter_mask(count: int, below: int) -> np.ndarray:
+    """Which vector ids pass the filter ``tag < below``."""
+    return (np.arange(count) % FILTER_BUCKETS) < below
 
 
 def build_tag(dataset_id: str, m: int, ef_construction: int) -> str:
@@ -59,8 +68,12 @@ def pg_set_search(conn, ef: int | None) -> None:
         conn.execute(f"SET hnsw.ef_search = {int(ef)}")
 
 
-def pg_query_sql(k: int) -> str:
-    return f"SELECT id FROM {TABLE} ORDER BY embedding <#> %b LIMIT {int(k)}"
+def pg_query_sql(k: int, below: int | None = None) -> str:
+    """The nearest-neighbour statement; with ``below``, filtered by ``tag < below`` where the tag
+    is computed from the id (``mod(id, 100)``): pgvector 0.6.2 applies a WHERE clause to the rows
+    its HNSW scan returns (at most ef_search of them), so a selective filter returns fewer rows."""
+    where = f"WHERE mod(id, {FILTER_BUCKETS}) < {int(below)} " if below is not None else ""
+    return f"SELECT id FROM {TABLE} {where}ORDER BY embedding <#> %b LIMIT {int(k)}"
 
 
 def pg_current_tag(url: str) -> str | None:
@@ -110,20 +123,21 @@ def pg_build(url: str, base: np.ndarray, tag: str, m: int, ef_construction: int)
             "load_method": "COPY FROM STDIN (FORMAT BINARY), pgvector-python psycopg adapter"}
 
 
-def pg_answers(url: str, queries: np.ndarray, ef: int | None, k: int) -> list[list[int]]:
+def pg_answers(url: str, queries: np.ndarray, ef: int | None, k: int,
+               below: int | None = None) -> list[list[int]]:
     """Every query's answer at ``ef`` on one connection (untimed: the recall pass)."""
     with pg_connect(url) as conn:
         pg_set_search(conn, ef)
-        sql = pg_query_sql(k)
+        sql = pg_query_sql(k, below)
         return [[row[0] for row in conn.execute(sql, (np.asarray(q, dtype=np.float32),), prepare=True)]
                 for q in queries]
 
 
-def pg_plan(url: str, query: np.ndarray, ef: int | None, k: int) -> str:
+def pg_plan(url: str, query: np.ndarray, ef: int | None, k: int, below: int | None = None) -> str:
     """The plan of one query: proof the HNSW index (or the exact sort) served it."""
     with pg_connect(url) as conn:
         pg_set_search(conn, ef)
-        rows = conn.execute("EXPLAIN " + pg_query_sql(k), (np.asarray(query, dtype=np.float32),)).fetchall()
+        rows = conn.execute("EXPLAIN " + pg_query_sql(k, below), (np.asarray(query, dtype=np.float32),)).fetchall()
     return "\n".join(r[0] for r in rows)
 
 
@@ -170,8 +184,10 @@ def wait_indexed(client: Any, name: str, timeout_s: float = OPTIMIZER_TIMEOUT_S)
 
 
 def qdrant_build(url: str, grpc_port: int | None, base: np.ndarray, name: str, m: int,
-                 ef_construction: int) -> dict[str, Any]:
-    """Recreate the collection, upsert with indexing off (load), index (build) until green."""
+                 ef_construction: int, with_tag: bool = False) -> dict[str, Any]:
+    """Recreate the collection, upsert with indexing off (load), index (build) until green.
+    ``with_tag``: every point carries the filter attribute as payload, with an integer payload
+    index created before the HNSW build (so Qdrant can build its filter-aware links)."""
     from qdrant_client import models
 
     client = qdrant_client(url, grpc_port)
@@ -188,8 +204,11 @@ def qdrant_build(url: str, grpc_port: int | None, base: np.ndarray, name: str, m
         started = time.perf_counter()
         for start in range(0, len(base), UPSERT_BATCH):
             rows = np.asarray(base[start:start + UPSERT_BATCH], dtype=np.float32)
-            client.upsert(name, points=models.Batch(ids=list(range(start, start + len(rows))), vectors=rows.tolist()),
-                          wait=True)
+            ids = list(range(start, start + len(rows)))
+            payloads = [{TAG: i % FILTER_BUCKETS} for i in ids] if with_tag else None
+            client.upsert(name, points=models.Batch(ids=ids, vectors=rows.tolist(), payloads=payloads), wait=True)
+        if with_tag:
+            client.create_payload_index(name, TAG, field_schema=models.PayloadSchemaType.INTEGER, wait=True)
         load_s = time.perf_counter() - started
         started = time.perf_counter()
         # 1 kB: every segment is indexed, however small (the default 20 MB would leave a test
@@ -204,13 +223,14 @@ def qdrant_build(url: str, grpc_port: int | None, base: np.ndarray, name: str, m
                 "index": {"method": "hnsw", "distance": "Dot", "m": m, "ef_construction": ef_construction},
                 "collection_config": config.model_dump(mode="json"),
                 "client": "qdrant-client gRPC (prefer_grpc)" if grpc_port else "qdrant-client HTTP",
+                "filter_attribute": f"payload {TAG} = id % {FILTER_BUCKETS}, integer payload index" if with_tag else None,
                 "load_method": f"upsert batches of {UPSERT_BATCH} (wait=true), indexing_threshold=0 "
                                "during the load, then 1 kB"}
     finally:
         client.close()
 
 
-def qdrant_requests(name: str, queries: np.ndarray, ef: int, k: int) -> list[Any]:
+def qdrant_requests(name: str, queries: np.ndarray, ef: int, k: int, below: int | None = None) -> list[Any]:
     """One prebuilt gRPC ``SearchPoints`` per query (no payload, ``hnsw_ef`` = ef): each call
     then costs the client one protobuf serialisation, as pgvector's costs one binary encoding,
     instead of qdrant-client's model conversions (which would measure the Python client)."""
@@ -218,8 +238,10 @@ def qdrant_requests(name: str, queries: np.ndarray, ef: int, k: int) -> list[Any
 
     params = qgrpc.SearchParams(hnsw_ef=int(ef), exact=False)
     no_payload = qgrpc.WithPayloadSelector(enable=False)
+    where = None if below is None else qgrpc.Filter(must=[qgrpc.Condition(
+        field=qgrpc.FieldCondition(key=TAG, range=qgrpc.Range(lt=float(below))))])
     return [qgrpc.SearchPoints(collection_name=name, vector=np.asarray(q, dtype=np.float32).tolist(), limit=int(k),
-                               params=params, with_payload=no_payload) for q in queries]
+                               params=params, with_payload=no_payload, filter=where) for q in queries]
 
 
 def qdrant_search(client: Any, request: Any) -> list[int]:
@@ -227,10 +249,10 @@ def qdrant_search(client: Any, request: Any) -> list[int]:
 
 
 def qdrant_answers(url: str, grpc_port: int | None, name: str, queries: np.ndarray, ef: int,
-                   k: int) -> list[list[int]]:
+                   k: int, below: int | None = None) -> list[list[int]]:
     client = qdrant_client(url, grpc_port)
     try:
-        return [qdrant_search(client, request) for request in qdrant_requests(name, queries, ef, k)]
+        return [qdrant_search(client, request) for request in qdrant_requests(name, queries, ef, k, below)]
     finally:
         client.close()
 
@@ -242,8 +264,8 @@ class _QueryOp:
 
     name = "query"
 
-    def __init__(self, dataset_path: str, ef: int | None, k: int):
-        self.dataset_path, self.ef, self.k = dataset_path, ef, k
+    def __init__(self, dataset_path: str, ef: int | None, k: int, below: int | None = None):
+        self.dataset_path, self.ef, self.k, self.below = dataset_path, ef, k, below
 
     def _queries(self) -> np.ndarray:
         from pglimits_core.datasets.store import load_vectors
@@ -261,8 +283,8 @@ class _QueryOp:
 
 
 class PgvectorQueryOp(_QueryOp):
-    def __init__(self, url: str, dataset_path: str, ef: int | None, k: int):
-        super().__init__(dataset_path, ef, k)
+    def __init__(self, url: str, dataset_path: str, ef: int | None, k: int, below: int | None = None):
+        super().__init__(dataset_path, ef, k, below)
         self.url = url
 
     def open(self) -> None:
@@ -270,7 +292,7 @@ class PgvectorQueryOp(_QueryOp):
         self.conn = pg_connect(self.url)
         pg_set_search(self.conn, self.ef)
         self.cursor = self.conn.cursor()
-        self.sql = pg_query_sql(self.k)
+        self.sql = pg_query_sql(self.k, self.below)
 
     def __call__(self) -> None:
         self.cursor.execute(self.sql, (self._next(self.queries),), prepare=True)
@@ -281,12 +303,13 @@ class PgvectorQueryOp(_QueryOp):
 
 
 class QdrantQueryOp(_QueryOp):
-    def __init__(self, url: str, grpc_port: int | None, collection: str, dataset_path: str, ef: int, k: int):
-        super().__init__(dataset_path, ef, k)
+    def __init__(self, url: str, grpc_port: int | None, collection: str, dataset_path: str, ef: int, k: int,
+                 below: int | None = None):
+        super().__init__(dataset_path, ef, k, below)
         self.url, self.grpc_port, self.collection = url, grpc_port, collection
 
     def open(self) -> None:
-        self.requests = qdrant_requests(self.collection, self._queries(), self.ef, self.k)
+        self.requests = qdrant_requests(self.collection, self._queries(), self.ef, self.k, self.below)
         self.client = qdrant_client(self.url, self.grpc_port)
 
     def __call__(self) -> None:

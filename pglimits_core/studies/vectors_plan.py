@@ -11,7 +11,15 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.studies.study import Point
-from pglimits_core.studies.vectors import VARIANTS, Setup, build_point, check_ef, difficulty_point, sweep_point
+from pglimits_core.studies.vectors import (
+    VARIANTS,
+    Setup,
+    build_point,
+    check_ef,
+    difficulty_point,
+    filtered_point,
+    sweep_point,
+)
 
 
 def setup_of(section: Any, profile: Any) -> Setup:
@@ -43,6 +51,29 @@ def plan(section: Any, profile: Any) -> list[Point]:
                 if v.exact and ef != section.ef[0]:
                     continue  # the exact scan has no ef: measured once per round
                 points += [_sweep(section, setup, v, None if v.exact else ef, c, r) for c in section.clients]
+    return points + filtered_points(section.filtered, setup, hnsw)
+
+
+def filtered_points(f: Any, setup: Setup, hnsw: list) -> list[Point]:
+    """After the sweep (Qdrant's tagged collection replaces its plain one): Qdrant's tagged build,
+    then rounds over selectivity, ef and engine."""
+    if f is None:
+        return []
+    check_ef(f.ef)
+    bad = [p for p in f.selectivity_pct if not 1 <= p <= 99]
+    if bad:
+        raise PGLimitsError(f"vectors.filtered.selectivity_pct has {bad[0]}", "give percentages from 1 to 99")
+    points = [Point("build_tagged", v.label, v.server, {"repetition": 0},
+                    lambda run, v=v: build_point(run.ctx, v, setup, 0, run.seed, run.servers, tagged=True))
+              for v in hnsw if v.system == "qdrant"]
+    for r in range(f.repetitions):
+        for pct in f.selectivity_pct:
+            for ef in f.ef:
+                points += [Point("filtered", v.label, v.server,
+                                 {"selectivity_pct": pct, "ef": ef, "clients": f.clients, "repetition": r},
+                                 lambda run, v=v, pct=pct, ef=ef, r=r: filtered_point(
+                                     run.ctx, v, setup, pct, ef, f.clients, r, f.duration_s, f.warmup_s, run.seed))
+                           for v in hnsw]
     return points
 
 

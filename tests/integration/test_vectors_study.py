@@ -40,7 +40,7 @@ def test_the_vector_study_runs_on_real_servers(vectors_state: Path, tmp_path: Pa
     assert not outcome.failures and not outcome.unavailable, (outcome.failures, outcome.unavailable)
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
     assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
-    assert {m["params"]["experiment"] for m in manifests} == {"difficulty", "build", "sweep"}
+    assert {m["params"]["experiment"] for m in manifests} == {"difficulty", "build", "sweep", "build_tagged", "filtered"}
 
     builds = {m["params"]["variant"]: m["params"]["outcome"] for m in manifests if m["params"]["experiment"] == "build"}
     qdrant = builds["qdrant hnsw"]
@@ -62,6 +62,14 @@ def test_the_vector_study_runs_on_real_servers(vectors_state: Path, tmp_path: Pa
              and m["params"]["experiment"] == "sweep"]
     assert plans and all("vectors_items_hnsw" in p for p in plans if p)
     assert tables["difficulty"].iloc[0]["vectors"] == 2000 and not tables["matched"].empty
+
+    # filtered: recall against the exact filtered top 10; pgvector's post-filtered HNSW scan at
+    # ef 40 over 10 % of 2,000 vectors returns fewer than 10 rows, counted as such
+    filtered = tables["filtered"].set_index(["variant", "selectivity_pct"])
+    assert (tables["filtered"].filter_violations == 0).all()
+    assert filtered.loc[("pgvector hnsw", 10), "short_answers_pct"] > 50
+    assert filtered.loc[("pgvector hnsw", 10), "rows_mean"] < 10 and filtered.loc[("pgvector hnsw", 10), "recall_mean"] < 0.9
+    assert filtered.loc[("qdrant hnsw", 10), "recall_mean"] >= 0.9 and filtered.loc[("qdrant hnsw", 50), "rows_min"] == 10
 
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
                               capture_output=True, text=True, env=os.environ.copy())

@@ -3,6 +3,8 @@ the difficulty measures, the latent-dimension generator and the matched-recall t
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +13,8 @@ from pglimits_core.analysis.vectors import all_tables, matched_table, sweep_tabl
 from pglimits_core.analysis.vectors_difficulty import difficulty, lid_mle, relative_contrast
 from pglimits_core.datasets.vectors import VectorSpec, exact_top_k, generate_vectors, recall_with_ties
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.studies.vectors import check_ef, recall_outcome
+from pglimits_core.studies.vectors import check_ef, recall_outcome, score_filtered
+from pglimits_core.studies.vectors_engines import filter_mask, pg_query_sql
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -144,5 +147,30 @@ def test_matched_recall_takes_the_smallest_ef_that_reaches_it_and_says_not_reach
 
 def test_tables_of_no_records_are_empty_not_an_error():
     tables = all_tables(pd.DataFrame())
-    assert set(tables) == {"difficulty", "build", "sweep", "matched"}
+    assert set(tables) == {"difficulty", "build", "sweep", "matched", "filtered"}
     assert all(t.empty for t in tables.values())
+
+
+def test_a_filtered_answer_is_scored_against_the_filtered_truth_and_short_answers_are_counted():
+    rng = np.random.default_rng(5)
+    data = SimpleNamespace(base=_unit(rng.standard_normal((1000, 8))), queries=_unit(rng.standard_normal((20, 8))))
+    mask = filter_mask(1000, 10)
+    assert mask.sum() == 100 and mask[:10].tolist() == [True] * 10 and not mask[10]
+    kept = np.flatnonzero(mask)
+    local, _ = exact_top_k(data.base[kept], data.queries, 10)
+    truth = [list(kept[row]) for row in local]
+    out = score_filtered(data, truth, mask, 1e-6)
+    assert out["recall_mean"] == 1.0 and out["short_answers"] == 0 and out["filter_violations"] == 0
+    short = [row[:4] for row in truth]  # what a post-filtered HNSW scan returns: fewer rows
+    out = score_filtered(data, short, mask, 1e-6)
+    assert out["recall_mean"] == pytest.approx(0.4) and out["short_answers"] == 20 and out["rows_min"] == 4
+    # an id outside the filter never counts, however close it is
+    unfiltered, _ = exact_top_k(data.base, data.queries, 10)
+    outside = [[int(i) for i in row if not mask[i]][:1] + truth[q][:9] for q, row in enumerate(unfiltered)]
+    out = score_filtered(data, outside, mask, 1e-6)
+    assert out["recall_mean"] == pytest.approx(0.9) and out["filter_violations"] == 20
+
+
+def test_the_pgvector_filter_is_a_where_clause_on_the_hnsw_scan():
+    assert pg_query_sql(10) == "SELECT id FROM vectors_items ORDER BY embedding <#> %b LIMIT 10"
+    assert "WHERE mod(id, 100) < 5 ORDER BY embedding <#> %b LIMIT 10" in pg_query_sql(10, 5)

@@ -13,6 +13,17 @@ class Difficulty(Strict):
     sample: int = Field(200, ge=1, description="queries the difficulty is measured on")
 
 
+class Filtered(Strict):
+    """The search filtered by an attribute keeping ``selectivity_pct`` % of the vectors."""
+
+    selectivity_pct: list[int] = Field(default_factory=lambda: [1, 10, 50], description="each 1..99")
+    ef: list[int] = Field(min_length=1)
+    clients: int = Field(1, ge=1)
+    repetitions: int = Field(1, ge=1)
+    duration_s: float = Field(gt=0)
+    warmup_s: float = Field(0.5, ge=0)
+
+
 class VectorsProfile(Strict):
     variants: list[str] = Field(default_factory=lambda: ["pgvector hnsw", "qdrant hnsw", "pgvector exact"])
     m: int = Field(16, ge=2)
@@ -26,3 +37,4 @@ class VectorsProfile(Strict):
     recall_epsilon: float = Field(1e-5, gt=0, description="ties: a hit scores within this of the true 10th "
                                                             "inner product")
     difficulty: Difficulty = Field(default_factory=Difficulty)
+    filtered: Filtered | None = None

@@ -7,6 +7,7 @@ from pglimits_core.analysis.vectors import all_tables, vectors_frame
 from pglimits_core.analysis.vectors_report import (
     SEED_NOTES,
     build_chart,
+    filtered_chart,
     pareto_chart,
     readme_lines,
     recall_chart,
@@ -27,7 +28,8 @@ WORKLOAD = Workload(
     tables=all_tables,
     charts=(Chart("sweep", "vectors-recall-qps", pareto_chart, "recall_mean", under="matched"),
             Chart("sweep", "vectors-recall-ef", recall_chart, "recall_mean"),
-            Chart("build", "vectors-build", build_chart, "build_s")),
+            Chart("build", "vectors-build", build_chart, "build_s"),
+            Chart("filtered", "vectors-filtered", filtered_chart, "recall_mean")),
     report_sections=report_sections,
     readme_lines=readme_lines,
     seed_comparison=seed_comparison,
