@@ -124,7 +124,8 @@ def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
         failed = slo.failure(point_result(row.outcome, row.rate)) if row.outcome else "no outcome"
         rows.append({"variant": row.variant, "subscribers": row.subscribers, "offered_rate": row.rate,
                      "deliveries_per_s": row.deliveries_per_s, "delivery_p99_ms": row.delivery_p99,
-                     "delivered_ratio": row.delivered_ratio, "passed": failed is None, "failed": failed or "",
+                     "delivered_ratio": row.delivered_ratio, "p99_bound_ms": slo.p99_bound_us / 1000,
+                     "passed": failed is None, "failed": failed or "",
                      "client_bound": row.client_bound})
     return pd.DataFrame(rows).sort_values(["variant", "offered_rate"]).reset_index(drop=True)
 

@@ -9,10 +9,16 @@ import pandas as pd
 
 from pglimits_core.analysis.report import flag_points
 from pglimits_core.analysis.seed_figures import AGREEMENT_SLACK
-from pglimits_core.plotting.figures import _finish, colour_for, line_style_for
+from pglimits_core.plotting.figures import ENGINE_COLOURS, _finish, line_style_for
 from pglimits_core.plotting.html_report import Section
 
 MARKERS = ["o", "s", "^", "D", "v"]
+SERVER_OF = {"pg_notify": "postgres", "redis_publish": "redis"}
+
+
+def colour_for(variant: str) -> str:
+    """A variant's system colour: the colour of its server (the queue study's Postgres and Redis)."""
+    return ENGINE_COLOURS.get(SERVER_OF.get(variant.split()[0], ""), "#595959")
 
 HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in autocommit, one publish = one "
                "transaction, or `batch=n` notifications per transaction) vs Redis PUBLISH/SUBSCRIBE (redis-py; "
@@ -46,11 +52,12 @@ def fanout_chart(table: pd.DataFrame) -> plt.Figure:
     fanouts = sorted(rows.subscribers.unique())
     for (label, n), group in rows.groupby(["variant", "subscribers"]):
         style = {"color": colour_for(label), "linestyle": line_style_for(label, rows.variant),
-                 "marker": MARKERS[fanouts.index(n) % len(MARKERS)], "label": f"{label} ×{n}"}
+                 "marker": MARKERS[fanouts.index(n) % len(MARKERS)], "label": f"{label} ×{int(n)}"}
         group = group.sort_values("rate")
         left.plot(group.rate, group.deliveries_per_s, **style)
         right.plot(group.rate, group.delivery_p99_ms, **style)
-    left.set(xlabel="offered publish rate (msg/s)", ylabel="deliveries/s", title="Deliveries per second")
+    left.set(xlabel="offered publish rate (msg/s)", ylabel="deliveries/s", yscale="log",
+             title="Deliveries per second (×n = subscribers)")
     right.set(xlabel="offered publish rate (msg/s)", ylabel="delivery p99 (ms)", yscale="log",
               title="Delivery p99 (from intended publish)")
     _finish(right)
@@ -67,6 +74,8 @@ def cliff_chart(points: pd.DataFrame) -> plt.Figure:
                 linestyle=line_style_for(label, points.variant), label=label, alpha=0.6)
         ax.scatter(group.offered_rate, group.delivery_p99_ms, color=colour_for(label),
                    marker="o", facecolors=["none" if not p else colour_for(label) for p in group.passed])
+    for bound in sorted(set(points.p99_bound_ms.dropna())):
+        ax.axhline(bound, color="#7f7f7f", linestyle=":", linewidth=1, label=f"p99 bound {bound:g} ms")
     ax.set(xlabel="offered publish rate (msg/s)", ylabel="delivery p99 (ms)", yscale="log",
            title="Pub/sub ceiling: every probe (hollow = failed the SLO)")
     _finish(ax)
