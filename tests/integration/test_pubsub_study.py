@@ -90,3 +90,39 @@ def test_a_message_published_before_subscribe_is_not_counted_lost(system, tmp_pa
     result = account(read_json(tmp_path, "publisher-"), read_json(tmp_path, "subscriber-"))
     assert result["before_subscribe"] == 3 and result["expected"] == result["delivered"] == 4
     assert result["lost"] == 0
+
+
+def test_a_subscriber_dropped_by_redis_is_counted_lost_and_the_drill_is_bounded(tmp_path, redis_endpoint):
+    """Redis drops a subscriber whose output buffer passes ``client-output-buffer-limit pubsub``
+    (1 MB here; the stall sends ~20 MB, past what the sockets' buffers hold): what it missed is counted lost for it alone, it rejoins, the run ends within its
+    bound and leaves no worker behind."""
+    import redis
+
+    from pglimits_core.load import OpenLoop, Phase, Role, RunSpec, run_load
+    from pglimits_core.studies.pubsub import subscriber_role
+
+    with redis.Redis.from_url(redis_endpoint.url, decode_responses=True) as client:
+        before = client.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
+        client.config_set("client-output-buffer-limit", "pubsub 1mb 0 0")
+        try:
+            common = ("redis_publish", redis_endpoint.url, "pl_dropped", str(tmp_path), 0.3, 2.0)
+            spec = RunSpec(phases=[Phase("warmup", 0.3, warmup=True), Phase("measure", 2.0)],
+                           roles=[subscriber_role(common, 2, stall_s=1.5),
+                                  Role("publisher", PublishOp(*common, payload_bytes=7000), workers=1,
+                                       loop=OpenLoop(rate=2000, drain_s=PUBLISH_DRAIN_S))],
+                           start_method="fork")
+            started = time.monotonic()
+            result = run_load(spec)
+            took = time.monotonic() - started
+        finally:
+            client.config_set("client-output-buffer-limit", before)
+    assert result.status == "complete", result.error
+    assert took < 0.3 + 2.0 + PUBLISH_DRAIN_S + DRAIN_LIMIT_S + 10
+    subscribers = read_json(tmp_path, "subscriber-")
+    accounting = account(read_json(tmp_path, "publisher-"), subscribers)
+    lost = {s["subscriber"]: s["lost"] for s in accounting["per_subscriber"]}
+    dropped = {s["subscriber"]: s["disconnects"] for s in subscribers}
+    assert lost["s0"] > 0 and dropped["s0"] >= 1
+    # a loss only where Redis dropped the subscriber (on a busy box the other may fall behind too)
+    assert all(dropped[name] >= 1 for name, count in lost.items() if count)
+    assert not active_worker_pids()

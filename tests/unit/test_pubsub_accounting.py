@@ -129,3 +129,33 @@ def test_a_subscriber_cut_off_while_still_receiving_is_not_counted_as_losing():
     behind = {**subscriber("s0", [("p0", s) for s in range(6)]), "drain_complete": False}
     result = account([publisher("p0", 10)], [behind, subscriber("s1", [("p0", s) for s in range(9)])])
     assert result["not_received_by_cutoff"] == 4 and result["lost"] == 1
+
+
+def test_bad_variants_and_filter_typos_are_one_line_errors():
+    from types import SimpleNamespace
+
+    from pglimits_core.errors import PGLimitsError
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.studies.pubsub import variant
+    from pglimits_core.studies.pubsub_plan import plan
+
+    with pytest.raises(PGLimitsError, match="unknown pub/sub system"):
+        variant("kafka")
+    with pytest.raises(PGLimitsError, match="batch"):
+        variant("pg_notify", batch=0)
+    section = load_profile("test").section("pubsub")
+    typo = section.model_copy(update={"cliff": section.cliff.model_copy(update={"variants": ["pg_notfy batch=1"]})})
+    with pytest.raises(PGLimitsError, match="pg_notfy"):
+        plan(typo, SimpleNamespace())
+
+
+def test_every_profile_plans_its_pubsub_section():
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.studies.pubsub_plan import plan
+
+    for name in ("test", "quick", "reference", "full"):
+        profile = load_profile(name)
+        points = plan(profile.section("pubsub"), profile)
+        assert {p.experiment for p in points} == {"fanout", "cliff", "commit_serialization", "idle_listeners",
+                                                  "stuck_subscriber", "payload_limit"}, name
+        assert {p.server for p in points} == {"postgres", "redis"}
