@@ -25,7 +25,8 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
                "`batch=n` = a pipeline of n). Subscribers are load workers listening before the first publish; "
                "delivery latency runs from each message's *intended* publish time to its receipt; every "
                "delivery is accounted per publisher and sequence number (lost, duplicated, reordered). "
-               "ᶜ = client-bound (the Python subscribers, not the server, ran out of CPU: a floor for the server).")
+               "ᶜ = client-bound (the Python subscribers, not the server, ran out of CPU: a floor for the server); "
+               "not sustained = the publishers fell below 95 % of the offered rate (a stall, not a latency claim).")
 
 CAPTIONS = {
     "fanout": "Fan-out: published/s, deliveries/s and delivery latency per subscriber count; open-loop rates and "
@@ -110,7 +111,9 @@ def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     rows = []
     for row in fanout.itertuples():
         mark = " ᶜ" if row.client_bound else ""
-        rows.append({"variant": row.variant, "subscribers": row.subscribers, "rate": row.rate,
+        rate = row.rate if row.rate == "flat out" else f"{float(row.rate):,.0f}"
+        rate += " (not sustained)" if row.sustained is False else ""
+        rows.append({"variant": row.variant, "subscribers": row.subscribers, "offered msg/s": rate,
                      "published/s": f"{row.published_per_s:,.0f}", "deliveries/s": f"{row.deliveries_per_s:,.0f}{mark}",
                      "delivery p99 ms": row.delivery_p99_range_ms, "delivered/expected": f"{row.delivered}/{row.expected}"})
     return pd.DataFrame(rows)
