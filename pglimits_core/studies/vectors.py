@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pglimits_core.datasets.store import dataset_id, ensure_dataset, load_vectors
+from pglimits_core.datasets.store import dataset_id, ensure_dataset, load_vectors, verify_dataset
 from pglimits_core.datasets.vectors import VectorSpec, exact_top_k, recall_with_ties
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec
@@ -71,9 +71,18 @@ class Setup:
                 "ef_construction": self.ef_construction, "k": K, "recall_epsilon": self.epsilon}
 
 
+_VERIFIED: set[Path] = set()
+
+
 def dataset(setup: Setup):
-    """The seeded dataset (built now if missing) and its directory."""
+    """The seeded dataset (built now if missing, every file's checksum verified once per process)
+    and its directory: a damaged file would silently change the ground truth."""
     path = ensure_dataset(setup.spec)
+    if path not in _VERIFIED:
+        if problems := verify_dataset(path):
+            raise PGLimitsError(f"dataset {path.name} fails verification: {problems[0]}",
+                                f"delete {path} and rebuild it (pglimits datasets build --profile <profile>)")
+        _VERIFIED.add(path)
     return path, load_vectors(path)
 
 
@@ -273,7 +282,7 @@ def score_filtered(data, found: list[list[int]], mask: np.ndarray, epsilon: floa
 
 def _query_point(ctx: Context, v: VectorsVariant, setup: Setup, experiment: str, knobs: dict[str, Any],
                  below: int | None, score, duration_s: float, warmup_s: float, seed: int) -> RecordedRun:
-    path = ensure_dataset(setup.spec)
+    path, data = dataset(setup)
     ef = knobs["ef"]
     spec = RunSpec(phases=[Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)],
                    roles=[Role("client", _op(ctx, v, setup, path, ef, below), workers=knobs["clients"],
@@ -282,7 +291,6 @@ def _query_point(ctx: Context, v: VectorsVariant, setup: Setup, experiment: str,
     name = f"{experiment}:{v.label}"
     if reused := ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()}):
         return reused
-    data = load_vectors(path)
     ensure_index(ctx, v, setup, data.base, tagged=below is not None)
     found = score(data)
     if v.system == "pgvector":

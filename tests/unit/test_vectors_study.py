@@ -174,3 +174,38 @@ def test_a_filtered_answer_is_scored_against_the_filtered_truth_and_short_answer
 def test_the_pgvector_filter_is_a_where_clause_on_the_hnsw_scan():
     assert pg_query_sql(10) == "SELECT id FROM vectors_items ORDER BY embedding <#> %b LIMIT 10"
     assert "WHERE mod(id, 100) < 5 ORDER BY embedding <#> %b LIMIT 10" in pg_query_sql(10, 5)
+
+
+def test_a_damaged_dataset_is_refused_with_the_fix(tmp_path, monkeypatch):
+    from pglimits_core.datasets.store import ensure_dataset
+    from pglimits_core.studies.vectors import Setup, dataset
+
+    monkeypatch.setenv("PGLIMITS_DATA_DIR", str(tmp_path))
+    setup = Setup(VectorSpec(count=200, dim=8, clusters=2, queries=5, latent_dim=3), 16, 64, 1e-5)
+    path = ensure_dataset(setup.spec)
+    raw = bytearray((path / "truth_scores.npy").read_bytes())
+    raw[-1] ^= 0xFF  # one flipped byte, same size: only the checksum can tell
+    (path / "truth_scores.npy").write_bytes(bytes(raw))
+    with pytest.raises(PGLimitsError, match="fails verification") as caught:
+        dataset(setup)
+    assert "rebuild" in caught.value.fix
+
+
+def test_the_plan_builds_first_sweeps_in_rounds_and_filters_last():
+    from pglimits_core.studies.vectors_plan import plan
+    from pglimits_core.workloads.vectors.profile import VectorsProfile
+
+    section = VectorsProfile(ef=[10, 40], clients=[1, 8], repetitions=2, duration_s=1,
+                             filtered={"selectivity_pct": [1, 50], "ef": [40], "duration_s": 1})
+    profile = SimpleNamespace(name="t", datasets=SimpleNamespace(vectors=VectorSpec(count=100, dim=8)))
+    points = plan(section, profile)
+    kinds = [p.experiment for p in points]
+    assert kinds[:3] == ["difficulty", "build", "build"] and kinds[-5:] == ["build_tagged"] + ["filtered"] * 4
+    sweep = [p for p in points if p.experiment == "sweep"]
+    assert len(sweep) == 2 * (2 * 2 * 2 + 2)  # repetitions x (ef x hnsw engines x clients + exact x clients)
+    exact = [p for p in sweep if p.label == "pgvector exact"]
+    assert [p.params["ef"] for p in exact] == [None] * 4
+    with pytest.raises(PGLimitsError, match="below k"):
+        plan(VectorsProfile(ef=[4], clients=[1], duration_s=1), profile)
+    with pytest.raises(PGLimitsError, match="datasets.vectors"):
+        plan(section, SimpleNamespace(name="t", datasets=SimpleNamespace(vectors=None)))
