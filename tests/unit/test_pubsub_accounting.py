@@ -159,3 +159,12 @@ def test_every_profile_plans_its_pubsub_section():
         assert {p.experiment for p in points} == {"fanout", "cliff", "commit_serialization", "idle_listeners",
                                                   "stuck_subscriber", "payload_limit"}, name
         assert {p.server for p in points} == {"postgres", "redis"}
+
+
+def test_a_stall_longer_than_the_window_is_refused():
+    from pydantic import ValidationError
+
+    from pglimits_core.workloads.pubsub.profile import StuckSubscriber
+
+    with pytest.raises(ValidationError, match="stall_s"):
+        StuckSubscriber(stall_s=5, duration_s=5)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from pglimits_core.profiles import ForVariants, Strict
 
@@ -64,6 +64,14 @@ class StuckSubscriber(ForVariants):
     stall_s: PositiveFloat = 5
     duration_s: PositiveFloat = 8
     warmup_s: PositiveFloat = 1.0
+
+    @model_validator(mode="after")
+    def stall_inside_the_window(self) -> StuckSubscriber:
+        """The stuck subscriber resumes inside the measured window, so what it does after (and
+        what it lost) is measured; a longer stall would only meet the run's deadline."""
+        if self.stall_s >= self.duration_s:
+            raise ValueError(f"stall_s {self.stall_s} must be shorter than duration_s {self.duration_s}")
+        return self
 
 
 class PayloadLimit(ForVariants):
