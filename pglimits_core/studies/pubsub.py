@@ -175,6 +175,21 @@ def server_limits(v: PubsubVariant, url: str) -> dict[str, Any]:
         return {**client.config_get("client-output-buffer-limit"), **client.config_get("maxclients")}
 
 
+#: connections a Postgres point needs beyond its workers and idle listeners: the samplers, the
+#: server watch, the study's own, and superuser_reserved_connections
+SPARE_CONNECTIONS = 10
+
+
+def check_room(v: PubsubVariant, limits: dict[str, Any], connections: int) -> None:
+    """A Postgres point that needs more connections than ``max_connections`` allows is not run:
+    the reason (and the fix) is its failure, listed under what could not be run."""
+    allowed = int(limits.get("max_connections", 0) or 0)
+    if v.server == "postgres" and allowed and connections + SPARE_CONNECTIONS > allowed:
+        raise PGLimitsError(f"postgres max_connections={allowed} leaves no room for {connections} connections "
+                            f"(workers + idle listeners; LISTEN needs a session of its own, no pooler shares it)",
+                            "raise max_connections in configs/servers/postgres.conf to run this point")
+
+
 def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
     return [Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)]
 
@@ -226,6 +241,7 @@ def run_point(ctx: Context, v: PubsubVariant, experiment: str, roles_for, params
         if reused:
             return reused
         limits = server_limits(v, url)
+        check_room(v, limits, idle + sum(role.workers for role in spec.roles))
 
         def judged(_result) -> dict[str, Any]:
             outcome = judge(ledger, duration_s, watch, limits)

@@ -30,10 +30,9 @@ def plan(section: Any, profile: Any) -> list[Point]:
     points += [_point("commit_serialization", v, commit_point, mode=mode, writers=cs.writers,
                       notify_rate=cs.notify_rate, duration_s=cs.duration_s, warmup_s=cs.warmup_s)
                for v in chosen(cs, variants) if v.server == "postgres" for mode in COMMIT_MODES]
-    il = section.idle_listeners
     points += [_point("idle_listeners", v, fanout_point, subscribers=il.subscribers, publishers=1, rate=None,
                       duration_s=il.duration_s, warmup_s=il.warmup_s, idle=idle, experiment="idle_listeners")
-               for v in chosen(il, variants) for idle in il.idle]
+               for il in as_list(section.idle_listeners) for v in chosen(il, variants) for idle in il.idle]
     st = section.stuck_subscriber
     points += [_point("stuck_subscriber", v, fanout_point, subscribers=st.subscribers, publishers=1, rate=st.rate,
                       duration_s=st.duration_s, warmup_s=st.warmup_s, payload_bytes=st.payload_bytes,
@@ -41,6 +40,11 @@ def plan(section: Any, profile: Any) -> list[Point]:
                for v in chosen(st, variants)]
     pl = section.payload_limit
     return points + [_point("payload_limit", v, payload_point, sizes=list(pl.sizes)) for v in chosen(pl, variants)]
+
+
+def as_list(experiment: Any) -> list[Any]:
+    """An experiment given once or as a list of variants' own settings."""
+    return [] if experiment is None else experiment if isinstance(experiment, list) else [experiment]
 
 
 def chosen(experiment: Any, variants: list[PubsubVariant]) -> list[PubsubVariant]:
@@ -51,7 +55,7 @@ def check_filters(section: Any, variants: list[PubsubVariant]) -> None:
     """A label in an experiment's ``variants`` filter that names no variant is a typo that would
     drop points silently: a one-line error naming it."""
     labels = {v.label for v in variants}
-    experiments = [getattr(section, name) for name in FILTERED] + list(section.fanout)
+    experiments = [e for name in FILTERED for e in as_list(getattr(section, name))] + list(section.fanout)
     for experiment in filter(None, experiments):
         unknown = [label for label in experiment.variants if label not in labels]
         if unknown:

@@ -168,3 +168,29 @@ def test_a_stall_longer_than_the_window_is_refused():
 
     with pytest.raises(ValidationError, match="stall_s"):
         StuckSubscriber(stall_s=5, duration_s=5)
+
+
+def test_a_postgres_point_past_max_connections_is_refused_with_its_reason():
+    from pglimits_core.errors import PGLimitsError
+    from pglimits_core.studies.pubsub import check_room, variant
+
+    with pytest.raises(PGLimitsError, match="max_connections=200"):
+        check_room(variant("pg_notify"), {"max_connections": "200"}, 1002)
+    check_room(variant("pg_notify"), {"max_connections": "200"}, 152)
+    check_room(variant("redis_publish"), {"maxclients": "10000"}, 1002)  # Redis: its own limit, not this one
+
+
+def test_idle_listeners_may_be_set_per_group_of_variants():
+    from types import SimpleNamespace
+
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.studies.pubsub_plan import plan
+    from pglimits_core.workloads.pubsub.profile import IdleListeners
+
+    section = load_profile("test").section("pubsub")
+    groups = [IdleListeners(variants=["pg_notify batch=1"], idle=[0, 100]),
+              IdleListeners(variants=["redis_publish batch=1"], idle=[0, 1000])]
+    points = [p for p in plan(section.model_copy(update={"idle_listeners": groups}), SimpleNamespace())
+              if p.experiment == "idle_listeners"]
+    assert [(p.label, p.params["idle"]) for p in points] == [
+        ("pg_notify batch=1", 0), ("pg_notify batch=1", 100), ("redis_publish batch=1", 0), ("redis_publish batch=1", 1000)]

@@ -84,6 +84,8 @@ class PubsubProfile(Strict):
     fanout: list[FanoutSweep] = Field(min_length=1)
     cliff: CliffSearch | None = None
     commit_serialization: CommitSerialization | None = None
-    idle_listeners: IdleListeners | None = None
+    #: one setting, or one per group of variants (Redis can hold far more connections than
+    #: Postgres's max_connections allows)
+    idle_listeners: IdleListeners | list[IdleListeners] | None = None
     stuck_subscriber: StuckSubscriber | None = None
     payload_limit: PayloadLimit | None = None
