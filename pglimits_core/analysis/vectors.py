@@ -53,6 +53,11 @@ def vectors_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     return entry_rows(records, _outcome_columns)
 
 
+def _true(value: Any) -> bool:
+    """A recorded flag that is set (None and NaN — not recorded — are not)."""
+    return isinstance(value, bool | np.bool_) and bool(value)
+
+
 def _of(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
     rows = measured(frame)
     return rows[rows.experiment == experiment] if len(rows) and "experiment" in rows else pd.DataFrame()
@@ -129,7 +134,7 @@ def sweep_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "qps": group.ops_per_s.median(), "qps_min": group.ops_per_s.min(), "qps_max": group.ops_per_s.max(),
                     "runs": len(group), **got,
                     "p50_ms": _median(group, "service_time_p50_ms"), "p99_ms": _median(group, "service_time_p99_ms"),
-                    "client_bound": any(value is True for value in group.client_bound)})
+                    "client_bound": any(_true(value) for value in group.client_bound)})
     table = pd.DataFrame(out, columns=SWEEP_COLUMNS)
     return table.sort_values(["variant", "clients", "ef"], na_position="first").reset_index(drop=True)
 
@@ -202,9 +207,33 @@ def filtered_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "short_answers_pct": 100 * group.short_answers.median() / queries if queries else None,
                     "filter_violations": int(group.filter_violations.max()),
                     "p50_ms": _median(group, "service_time_p50_ms"), "p99_ms": _median(group, "service_time_p99_ms"),
-                    "client_bound": any(value is True for value in group.client_bound)})
+                    "client_bound": any(_true(value) for value in group.client_bound)})
     table = pd.DataFrame(out, columns=FILTERED_COLUMNS)
     return table.sort_values(["variant", "selectivity_pct", "ef"]).reset_index(drop=True)
+
+
+LATENCY_COLUMNS = ["variant", "target_recall", "ef", "recall_mean", "workers", "offered_rate", "achieved_rate",
+                   "sustained", "runs", "latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "client_bound"]
+
+
+def latency_table(frame: pd.DataFrame, sweep: pd.DataFrame) -> pd.DataFrame:
+    """Open loop at one offered rate for every engine, each at its own smallest ef reaching the
+    target recall: latency from the intended start (median over repetitions); ``sustained`` is
+    false when any repetition achieved < 95 % of the offered rate (then it is no latency claim)."""
+    rows = _of(frame, "latency")
+    if rows.empty:
+        return pd.DataFrame(columns=LATENCY_COLUMNS)
+    out = []
+    for (variant, ef), group in rows.groupby(["variant", "ef"], sort=False):
+        scored = sweep[(sweep.variant == variant) & (sweep.ef == ef)].recall_mean if len(sweep) else pd.Series(dtype=float)
+        out.append({"variant": variant, "target_recall": group.target_recall.iloc[0], "ef": int(ef),
+                    "recall_mean": scored.iloc[0] if len(scored) else None, "workers": int(group.clients.iloc[0]),
+                    "offered_rate": group.offered_rate.median(), "achieved_rate": group.achieved_rate.median(),
+                    "sustained": all(_true(value) for value in group.sustained), "runs": len(group),
+                    "latency_p50_ms": _median(group, "latency_p50_ms"), "latency_p99_ms": _median(group, "latency_p99_ms"),
+                    "latency_p999_ms": _median(group, "latency_p999_ms"),
+                    "client_bound": any(_true(value) for value in group.client_bound)})
+    return pd.DataFrame(out, columns=LATENCY_COLUMNS)
 
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -212,10 +241,10 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     if frame is None or frame.empty:
         return {"difficulty": pd.DataFrame(), "build": pd.DataFrame(),
                 "sweep": pd.DataFrame(columns=SWEEP_COLUMNS), "matched": pd.DataFrame(),
-                "filtered": pd.DataFrame(columns=FILTERED_COLUMNS)}
+                "filtered": pd.DataFrame(columns=FILTERED_COLUMNS), "latency": pd.DataFrame(columns=LATENCY_COLUMNS)}
     sweep = sweep_table(frame)
     return {"difficulty": difficulty_table(frame), "build": build_table(frame), "sweep": sweep,
-            "matched": matched_table(sweep), "filtered": filtered_table(frame)}
+            "matched": matched_table(sweep), "latency": latency_table(frame, sweep), "filtered": filtered_table(frame)}
 
 
 def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

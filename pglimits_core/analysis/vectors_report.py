@@ -103,12 +103,13 @@ def filtered_chart(filtered: pd.DataFrame):
 CAPTIONS = {"difficulty": "Dataset difficulty (LID, relative contrast, 10th/11th gap)",
             "matched": "QPS at matched recall (the headline)", "build": "Build cost",
             "sweep": "Recall–QPS sweep: every (engine, ef, clients) point",
+            "latency": "Latency at one offered rate, each engine at its smallest ef reaching the target recall",
             "filtered": "Filtered search: recall against the exact filtered top 10, rows returned, QPS"}
 
 
 def report_sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]
                     ) -> tuple[list[Section], list[Section]]:
-    shown = [(CAPTIONS[k], tables[k]) for k in ("difficulty", "matched", "build", "filtered")
+    shown = [(CAPTIONS[k], tables[k]) for k in ("difficulty", "matched", "build", "latency", "filtered")
              if k in tables and not tables[k].empty]
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
     return ([Section("Vectors: pgvector HNSW vs Qdrant at matched recall", [HOW_TO_READ], shown),
@@ -126,6 +127,11 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     if not build.empty:
         cols = [c for c in ("variant", "rows", "load_s", "build_s", "index_mib", "server_pss_mib") if c in build]
         lines += [build[cols].round(2).to_markdown(index=False), ""]
+    latency = tables.get("latency", pd.DataFrame())
+    if not latency.empty:
+        cols = ["variant", "target_recall", "ef", "offered_rate", "sustained", "latency_p50_ms", "latency_p99_ms"]
+        lines += [f"{CAPTIONS['latency']} (open loop, from the intended start):", "",
+                  latency[cols].round(3).to_markdown(index=False), ""]
     filtered = tables.get("filtered", pd.DataFrame())
     if not filtered.empty:
         cols = ["variant", "selectivity_pct", "ef", "qps", "recall_mean", "rows_mean", "short_answers_pct"]

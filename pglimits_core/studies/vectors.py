@@ -22,7 +22,7 @@ import numpy as np
 from pglimits_core.datasets.store import dataset_id, ensure_dataset, load_vectors, verify_dataset
 from pglimits_core.datasets.vectors import VectorSpec, exact_top_k, recall_with_ties
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec
+from pglimits_core.load import ClosedLoop, OpenLoop, Phase, Role, RunSpec
 from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import RunDirectory, atomic_write_bytes, atomic_write_model, new_run_id
 from pglimits_core.record.summary import Summary
@@ -280,13 +280,49 @@ def score_filtered(data, found: list[list[int]], mask: np.ndarray, epsilon: floa
             "filter_kept": int(mask.sum())}
 
 
+def matched_rate(ctx: Context, hnsw: list[VectorsVariant], target: float, fraction: float) -> dict[str, Any]:
+    """From this study's sweep records (the same numbers as its tables): each engine's smallest ef
+    reaching ``target`` mean recall, and one offered rate for all, ``fraction`` of the lowest
+    closed-loop QPS among them there (at the sweep's largest client count): a rate every engine
+    sustains at that recall. An engine that never reached the target leaves no matched rate."""
+    from pglimits_core.analysis.vectors import sweep_table, vectors_frame
+    from pglimits_core.record.records import load_records
+
+    sweep = sweep_table(vectors_frame(load_records(STUDY, ctx.runs_root)))
+    chosen: dict[str, Any] = {}
+    for v in hnsw:
+        rows = sweep[(sweep.variant == v.label) & (sweep.recall_mean >= target)] if len(sweep) else sweep
+        if rows.empty:
+            raise PGLimitsError(f"{v.label} reached no recall >= {target} in this study's sweep: no matched rate",
+                                "run the sweep first (same runs directory), or widen its ef range")
+        top = rows[rows.clients == rows.clients.max()].sort_values("ef").iloc[0]
+        chosen[v.label] = {"ef": int(top.ef), "recall_mean": float(top.recall_mean), "qps": float(top.qps),
+                           "clients": int(top.clients)}
+    rate = round(fraction * min(c["qps"] for c in chosen.values()), 1)
+    return {"rate": rate, "by_variant": chosen}
+
+
+def latency_point(ctx: Context, v: VectorsVariant, hnsw: list[VectorsVariant], setup: Setup, target: float,
+                  fraction: float, workers: int, repetition: int, duration_s: float, warmup_s: float,
+                  seed: int) -> RecordedRun:
+    """Open loop at one offered rate for every engine, each at its own smallest ef reaching
+    ``target`` recall: latency from the intended start (coordinated omission corrected)."""
+    matched = matched_rate(ctx, hnsw, target, fraction)
+    mine = matched["by_variant"][v.label]
+    knobs = {"ef": mine["ef"], "clients": workers, "repetition": repetition, "target_recall": target,
+             "rate_fraction": fraction, "rate": matched["rate"]}
+    return _query_point(ctx, v, setup, "latency", knobs, None, lambda _data: {"matched": matched},
+                        duration_s, warmup_s, seed, loop=OpenLoop(rate=matched["rate"], drain_s=2.0))
+
+
 def _query_point(ctx: Context, v: VectorsVariant, setup: Setup, experiment: str, knobs: dict[str, Any],
-                 below: int | None, score, duration_s: float, warmup_s: float, seed: int) -> RecordedRun:
+                 below: int | None, score, duration_s: float, warmup_s: float, seed: int,
+                 loop: Any = None) -> RecordedRun:
     path, data = dataset(setup)
     ef = knobs["ef"]
     spec = RunSpec(phases=[Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)],
                    roles=[Role("client", _op(ctx, v, setup, path, ef, below), workers=knobs["clients"],
-                               loop=ClosedLoop())], seed=seed, start_method="fork")
+                               loop=loop or ClosedLoop())], seed=seed, start_method="fork")
     params = {"experiment": experiment, "variant": v.label, **setup.params(), **knobs, "client": CLIENTS_USED[v.system]}
     name = f"{experiment}:{v.label}"
     if reused := ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()}):

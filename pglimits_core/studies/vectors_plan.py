@@ -2,7 +2,9 @@
 
 The dataset's difficulty first (it needs no server state), then each engine's build (the index
 every sweep point queries), then the sweep in rounds — repetition, ef, variant, client count —
-so drift on the shared box spreads over every system and ef rather than landing on one.
+so drift on the shared box spreads over every system and ef rather than landing on one; then the
+open-loop latency at a matched rate (it reads the sweep's records), and the filtered search last
+(Qdrant's tagged collection replaces its plain one).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pglimits_core.studies.vectors import (
     check_ef,
     difficulty_point,
     filtered_point,
+    latency_point,
     sweep_point,
 )
 
@@ -51,7 +54,18 @@ def plan(section: Any, profile: Any) -> list[Point]:
                 if v.exact and ef != section.ef[0]:
                     continue  # the exact scan has no ef: measured once per round
                 points += [_sweep(section, setup, v, None if v.exact else ef, c, r) for c in section.clients]
-    return points + filtered_points(section.filtered, setup, hnsw)
+    return points + latency_points(section.latency, setup, hnsw) + filtered_points(section.filtered, setup, hnsw)
+
+
+def latency_points(lat: Any, setup: Setup, hnsw: list) -> list[Point]:
+    """After the sweep, whose records give each engine's matched ef and the common rate."""
+    if lat is None:
+        return []
+    return [Point("latency", v.label, v.server, {"target_recall": lat.recall, "fraction": lat.fraction,
+                                                 "workers": lat.workers, "repetition": r},
+                  lambda run, v=v, r=r: latency_point(run.ctx, v, hnsw, setup, lat.recall, lat.fraction, lat.workers,
+                                                      r, lat.duration_s, lat.warmup_s, run.seed))
+            for r in range(lat.repetitions) for v in hnsw]
 
 
 def filtered_points(f: Any, setup: Setup, hnsw: list) -> list[Point]:

@@ -40,7 +40,8 @@ def test_the_vector_study_runs_on_real_servers(vectors_state: Path, tmp_path: Pa
     assert not outcome.failures and not outcome.unavailable, (outcome.failures, outcome.unavailable)
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
     assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
-    assert {m["params"]["experiment"] for m in manifests} == {"difficulty", "build", "sweep", "build_tagged", "filtered"}
+    assert {m["params"]["experiment"] for m in manifests} == {"difficulty", "build", "sweep", "latency", "build_tagged",
+                                                                   "filtered"}
 
     builds = {m["params"]["variant"]: m["params"]["outcome"] for m in manifests if m["params"]["experiment"] == "build"}
     qdrant = builds["qdrant hnsw"]
@@ -70,6 +71,11 @@ def test_the_vector_study_runs_on_real_servers(vectors_state: Path, tmp_path: Pa
     assert filtered.loc[("pgvector hnsw", 10), "short_answers_pct"] > 50
     assert filtered.loc[("pgvector hnsw", 10), "rows_mean"] < 10 and filtered.loc[("pgvector hnsw", 10), "recall_mean"] < 0.9
     assert filtered.loc[("qdrant hnsw", 10), "recall_mean"] >= 0.9 and filtered.loc[("qdrant hnsw", 50), "rows_min"] == 10
+
+    # latency: one offered rate for both engines, each at its own ef reaching the target recall
+    latency = tables["latency"]
+    assert len(latency) == 2 and latency.offered_rate.nunique() == 1 and (latency.recall_mean >= 0.9).all()
+    assert latency.latency_p99_ms.notna().all()
 
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
                               capture_output=True, text=True, env=os.environ.copy())

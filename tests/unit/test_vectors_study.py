@@ -147,7 +147,7 @@ def test_matched_recall_takes_the_smallest_ef_that_reaches_it_and_says_not_reach
 
 def test_tables_of_no_records_are_empty_not_an_error():
     tables = all_tables(pd.DataFrame())
-    assert set(tables) == {"difficulty", "build", "sweep", "matched", "filtered"}
+    assert set(tables) == {"difficulty", "build", "sweep", "matched", "filtered", "latency"}
     assert all(t.empty for t in tables.values())
 
 

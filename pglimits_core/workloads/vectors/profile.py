@@ -24,6 +24,17 @@ class Filtered(Strict):
     warmup_s: float = Field(0.5, ge=0)
 
 
+class Latency(Strict):
+    """Open loop at one rate for every engine, each at its smallest ef reaching ``recall``."""
+
+    recall: float = Field(0.95, gt=0, le=1)
+    fraction: float = Field(0.5, gt=0, le=1, description="of the lowest engine's closed-loop QPS there")
+    workers: int = Field(4, ge=1)
+    repetitions: int = Field(1, ge=1)
+    duration_s: float = Field(gt=0)
+    warmup_s: float = Field(1.0, ge=0)
+
+
 class VectorsProfile(Strict):
     variants: list[str] = Field(default_factory=lambda: ["pgvector hnsw", "qdrant hnsw", "pgvector exact"])
     m: int = Field(16, ge=2)
@@ -37,4 +48,5 @@ class VectorsProfile(Strict):
     recall_epsilon: float = Field(1e-5, gt=0, description="ties: a hit scores within this of the true 10th "
                                                             "inner product")
     difficulty: Difficulty = Field(default_factory=Difficulty)
+    latency: Latency | None = None
     filtered: Filtered | None = None
