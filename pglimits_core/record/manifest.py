@@ -24,7 +24,7 @@ from pglimits_core.config import PROJECT_ROOT
 
 SCHEMA_VERSION = 1
 CLIENT_PACKAGES = ("psycopg", "psycopg-binary", "redis", "hiredis", "qdrant-client",
-                   "opensearch-py", "numpy", "pgvector", "hdrhistogram", "pandas")
+                   "opensearch-py", "elasticsearch", "numpy", "pgvector", "hdrhistogram", "pandas")
 
 
 class GitInfo(BaseModel):

@@ -30,11 +30,12 @@ class AttachedFleet:
 
 
 @contextlib.contextmanager
-def study_servers(names: list[str], fresh_data: bool = True,
-                  external: dict[str, str] | None = None) -> Iterator[Fleet | AttachedFleet]:
+def study_servers(names: list[str], fresh_data: bool = True, external: dict[str, str] | None = None,
+                  options: dict[str, dict[str, Any]] | None = None) -> Iterator[Fleet | AttachedFleet]:
     """Attach if every server in ``names`` is recorded and answering; else start them (lenient:
     a server that cannot start is reported in ``unavailable``, the rest run). ``external``
-    (from the profile) names servers to attach by URL instead of starting them."""
+    (from the profile) names servers to attach by URL instead of starting them; ``options``
+    (server -> start options, e.g. a JVM heap) apply to the servers started here."""
     external = {name: url for name, url in (external or {}).items() if name in names}
     running = running_endpoints()
     if all(name in running for name in names):
@@ -43,5 +44,5 @@ def study_servers(names: list[str], fresh_data: bool = True,
     root = state_dir() / "study"
     if fresh_data:  # a study never inherits queue tables or dead tuples from an earlier run
         shutil.rmtree(root, ignore_errors=True)
-    with Fleet(names, strict=False, data_root=Path(root), external=external) as fleet:
+    with Fleet(names, strict=False, data_root=Path(root), external=external, options=options) as fleet:
         yield fleet

@@ -21,6 +21,7 @@ from pglimits_core.errors import PGLimitsError
 # name (= its profile section and `run_all.py --only` name) -> "module:attribute", in study order
 WORKLOADS: dict[str, str] = {
     "queue": "pglimits_core.workloads.queue.workload:WORKLOAD",
+    "search": "pglimits_core.workloads.search.workload:WORKLOAD",
     "pubsub": "pglimits_core.workloads.pubsub.workload:WORKLOAD",
     "vectors": "pglimits_core.workloads.vectors.workload:WORKLOAD",
 }
@@ -55,6 +56,12 @@ class Workload:
     - ``readme_lines(tables) -> list[str]``: its part of the README results block.
     - ``seed_comparison(tables) -> DataFrame``: the source studies' ratios beside ours (optional),
       with ``seed_notes`` saying how to read them.
+    - ``prepare(section, profile)``: checks (and builds) what the study needs before any server
+      starts, e.g. its dataset; a ``PGLimitsError`` there stops the study as one line (optional).
+    - ``server_options(section) -> {server: {option: value}}``: how its servers are started
+      (e.g. a JVM heap); each server's description records them (optional).
+    - ``require_servers``: a planned server that cannot start stops the study with its reason
+      (exit != 0) instead of being listed as unavailable while the others run.
     """
 
     name: str
@@ -69,6 +76,9 @@ class Workload:
     readme_lines: Callable[[dict[str, Any]], list[str]] | None = None
     seed_comparison: Callable[[dict[str, Any]], Any] | None = None
     seed_notes: list[str] = field(default_factory=list)
+    prepare: Callable[[Any, Any], None] | None = None
+    server_options: Callable[[Any], dict[str, dict[str, Any]]] | None = None
+    require_servers: bool = False
 
 
 def _entries() -> dict[str, str]:

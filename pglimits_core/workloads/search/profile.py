@@ -1,0 +1,90 @@
+"""The search study's profile section (``search:`` in ``configs/profiles/*.yaml``); the corpus
+itself is the profile's ``datasets: corpus:`` spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator
+
+from pglimits_core.profiles import ForVariants, Strict
+
+#: the query streams a throughput sweep can ask for: one per term-frequency class of the
+#: corpus, and ``mixed`` (every class's queries, interleaved in one seeded order)
+STREAMS = ("frequent", "medium", "rare", "mixed")
+
+
+def known_streams(streams: list[str]) -> list[str]:
+    unknown = [name for name in streams if name not in STREAMS]
+    if unknown:
+        raise ValueError(f"unknown stream {unknown[0]!r}; use {', '.join(STREAMS)}")
+    return streams
+
+
+class LoadSpec(Strict):
+    """Bulk load + index build, timed; each repetition drops and rebuilds every index."""
+
+    repetitions: PositiveInt = 1
+    #: documents per ``_bulk`` request (Elasticsearch, OpenSearch) and per COPY chunk (Postgres)
+    batch_docs: PositiveInt = 5000
+
+
+class ThroughputSweep(ForVariants):
+    """Closed loop: ``clients`` worker processes, one connection each, back to back."""
+
+    clients: list[PositiveInt] = Field(min_length=1)
+    streams: list[str] = Field(default_factory=lambda: list(STREAMS), min_length=1)
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 1.0
+
+    _streams = field_validator("streams")(known_streams)
+
+
+class CrossoverSweep(ForVariants):
+    """Queries grouped by the decade of their match-set size (1-9, 10-99, ... up to at least
+    ``top_fraction`` of the corpus), ``per_decade`` each, seeded with exact truth; each decade
+    is a closed-loop stream at ``clients``."""
+
+    clients: PositiveInt = 4
+    per_decade: PositiveInt = 20
+    top_fraction: float = Field(0.2, gt=0, le=1)
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 0.5
+
+
+class LatencySweep(ForVariants):
+    """Open loop at rates every system sustains: ``fractions`` of the slower system's closed-loop
+    peak in the same stream (read from this run's throughput records)."""
+
+    fractions: list[float] = Field(min_length=1)
+    streams: list[str] = Field(default_factory=lambda: ["mixed"], min_length=1)
+    workers: PositiveInt = 8
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 1.0
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions(cls, fractions: list[float]) -> list[float]:
+        if any(not 0 < f < 1 for f in fractions):
+            raise ValueError("fractions of the slower system's peak must lie in (0, 1)")
+        return fractions
+
+    _streams = field_validator("streams")(known_streams)
+
+
+class SearchProfile(Strict):
+    #: ``{system: pg_gin}`` (ranked, ``ranked: false`` for the unranked match),
+    #: ``{system: elasticsearch}``, ``{system: opensearch}``
+    variants: list[dict[str, Any]] = Field(min_length=1)
+    #: JVM heap of Elasticsearch and OpenSearch (-Xms = -Xmx), the same for both
+    heap: str = "4g"
+    repetitions: PositiveInt = 1
+    #: untimed, before a variant's first timed point: every query of the study back to back on
+    #: one connection for this long, so JIT compilation (the JVMs) and caches are warm
+    warmup_s: float = Field(5.0, ge=0)
+    load: LoadSpec = Field(default_factory=LoadSpec)
+    #: one or more sweeps (e.g. every system at every client count, the unranked Postgres
+    #: match at fewer); repetitions are rounds over all of them
+    throughput: list[ThroughputSweep] = Field(min_length=1)
+    crossover: CrossoverSweep | None = None
+    latency: LatencySweep | None = None

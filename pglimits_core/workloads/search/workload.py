@@ -1,0 +1,38 @@
+"""The search study as a registry entry: Postgres GIN + tsvector (ranked and unranked) vs
+Elasticsearch 8.13.4 and OpenSearch 2.19 — load and index, correctness, throughput per
+term-frequency class and the mixed stream, the crossover by match-set size, latency at matched
+rates, ranking agreement."""
+
+from __future__ import annotations
+
+from pglimits_core.analysis.search import all_tables, search_frame
+from pglimits_core.analysis.search_report import (
+    SEED_NOTES,
+    readme_lines,
+    report_sections,
+    seed_comparison,
+)
+from pglimits_core.plotting import search_figures
+from pglimits_core.studies.search_plan import plan, prepare, server_options
+from pglimits_core.workloads.registry import Chart, Workload
+from pglimits_core.workloads.search.profile import SearchProfile
+
+WORKLOAD = Workload(
+    name="search",
+    title="Full-text search",
+    notebook="20-search",
+    section=SearchProfile,
+    plan=plan,
+    frame=search_frame,
+    tables=all_tables,
+    charts=(Chart("throughput", "search-throughput", search_figures.throughput_chart, "qps"),
+            Chart("crossover", "search-crossover", search_figures.crossover_chart, "qps"),
+            Chart("latency", "search-latency", search_figures.latency_chart, "latency_p99_ms")),
+    report_sections=report_sections,
+    readme_lines=readme_lines,
+    seed_comparison=seed_comparison,
+    seed_notes=SEED_NOTES,
+    prepare=prepare,
+    server_options=server_options,
+    require_servers=True,
+)

@@ -1,0 +1,46 @@
+"""The search notebook under papermill with the tiny test profile, against real servers: run
+records that validate, every variant's answers exact, tables and figures written, and each chart
+shown inline under its table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pglimits_core.config import NOTEBOOKS_DIR
+from pglimits_core.record.rundir import finished_runs
+from tests.conftest import processes_using
+
+pytestmark = [pytest.mark.integration, pytest.mark.notebook]
+
+
+def test_search_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
+    import papermill
+
+    runs, figures, tables = tmp_path / "runs", tmp_path / "figures", tmp_path / "tables"
+    papermill.execute_notebook(str(NOTEBOOKS_DIR / "20-search.ipynb"), str(tmp_path / "out.ipynb"),
+                               parameters={"profile": "test", "measure": True, "runs_root": str(runs),
+                                           "figures_dir": str(figures), "tables_dir": str(tables)},
+                               cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+    manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
+    assert {m["params"]["experiment"] for m in manifests} == {"load", "correctness", "throughput", "crossover", "latency"}
+    assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
+    assert all(m["params"]["outcome"]["disagreed"] == 0 for m in manifests if m["params"]["experiment"] == "correctness")
+    validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
+                              capture_output=True, text=True)
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+    written = {p.name for p in figures.iterdir()}
+    assert {"search-throughput.png", "search-throughput.svg", "search-crossover.png", "search-latency.png"} <= written
+    correctness = (tables / "search-correctness.md").read_text()
+    assert correctness.count("measured") == 4 and "NOT MEASURED" not in correctness
+    assert "pg_gin ranked" in (tables / "search-throughput.md").read_text()
+    executed = json.loads((tmp_path / "out.ipynb").read_text())
+    images = [out for cell in executed["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+    assert len(images) >= 3, f"{len(images)} figures in the executed notebook"
+    seed = next(cell for cell in executed["cells"] if cell.get("id") == "seed")
+    assert "Postgres GIN" in json.dumps(seed["outputs"])
+    assert processes_using(isolated_state) == []
