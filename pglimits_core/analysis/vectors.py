@@ -136,6 +136,7 @@ def sweep_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "p50_ms": _median(group, "service_time_p50_ms"), "p99_ms": _median(group, "service_time_p99_ms"),
                     "client_bound": any(_true(value) for value in group.client_bound)})
     table = pd.DataFrame(out, columns=SWEEP_COLUMNS)
+    table = table.assign(ef=table.ef.astype("Int64"))  # the exact scan has none
     return table.sort_values(["variant", "clients", "ef"], na_position="first").reset_index(drop=True)
 
 
@@ -182,7 +183,8 @@ def _with_ratio(table: pd.DataFrame) -> pd.DataFrame:
         same = table[(table.target_recall == row.target_recall) & (table.clients == row.clients)].set_index("variant")
         pg, qd = same.qps.get("pgvector hnsw"), same.qps.get("qdrant hnsw")
         ratios.append(qd / pg if row.variant == "qdrant hnsw" and pg and qd and pd.notna(pg) and pd.notna(qd) else None)
-    return table.assign(qdrant_over_pgvector=ratios)
+    return table.assign(ef=table.ef.astype("Int64"),
+                        qdrant_over_pgvector=[None if r is None else round(r, 3) for r in ratios])
 
 
 FILTERED_COLUMNS = ["variant", "selectivity_pct", "ef", "clients", "qps", "qps_min", "qps_max", "runs",
