@@ -65,14 +65,21 @@ def throughput_chart(table: pd.DataFrame) -> plt.Figure:
 
 
 def crossover_chart(table: pd.DataFrame) -> plt.Figure:
-    """Against each bucket's median match-set size (log): qps and service-time p99."""
+    """Against each bucket's median match-set size (log): qps, and the service-time p99 — or the
+    p95 (hollow marker) where a bucket's window held fewer than the 100 queries a p99 needs."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
     clients = int(table.clients.iloc[0])
     for variant, group in table.groupby("variant", sort=False):
         group = group.sort_values("median_matches")
         _line(left, group.median_matches, group, "qps", "min_qps", "max_qps", variant, table.variant)
-        _line(right, group.median_matches, group, "p99_ms", "p99_min_ms", "p99_max_ms", variant, table.variant)
-    for ax, label in ((left, "queries per second"), (right, "service time p99 (ms)")):
+        tail = group.assign(tail_ms=group.p99_ms.fillna(group.get("p95_ms")),
+                            tail_low=group.p99_min_ms.fillna(group.get("p95_ms")),
+                            tail_high=group.p99_max_ms.fillna(group.get("p95_ms")))
+        _line(right, tail.median_matches, tail, "tail_ms", "tail_low", "tail_high", variant, table.variant)
+        fallback = tail[group.p99_ms.isna() & tail.tail_ms.notna()]
+        right.scatter(fallback.median_matches, fallback.tail_ms, s=60, facecolors="white",
+                      edgecolors=colour(variant), zorder=5)
+    for ax, label in ((left, "queries per second"), (right, "service time p99 (ms; hollow: p95, < 100 queries)")):
         ax.set(xscale="log", yscale="log", xlabel="documents matching both terms (median of the bucket)", ylabel=label)
         ax.grid(alpha=0.3, which="both")
     right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
