@@ -95,6 +95,11 @@ def _med(values: pd.Series | None) -> float | None:
     return float(values.median()) if len(values) else None
 
 
+def _max(values: pd.Series) -> float | None:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    return float(values.max()) if len(values) else None
+
+
 def _mib(value: float | None) -> float | None:
     return None if value is None or pd.isna(value) else value / MIB
 
@@ -173,7 +178,8 @@ def qps_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.DataFra
                     "client_bound": any_verdict(runs.client_bound),
                     "client_cpu_pct": _med(runs.client_cpu_pct), "server_cpu_pct": _med(runs.server_cpu_pct),
                     "client_cpu_us_per_query": _med(client_us),
-                    "other_cpu_pct": runs.other_cpu_pct.max(), "errors": runs.errors.sum()})
+                    "other_cpu_pct": _max(runs.other_cpu_pct), "busy_runs": int(runs.other_cpu_pct.map(busy_neighbour).sum()),
+                    "errors": runs.errors.sum()})
     table = pd.DataFrame(out)
     table.insert(4, "qps_text", table.apply(qps_text, axis=1))
     return _ordered(table, ["stream", "clients", "variant"])
@@ -238,7 +244,8 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "latency_p99_min_ms": runs.latency_p99_ms.min(), "latency_p99_max_ms": runs.latency_p99_ms.max(),
                     "latency_p999_ms": _med(runs.get("latency_p999_ms")),
                     "service_p99_ms": _med(runs.service_time_p99_ms),
-                    "client_bound": any_verdict(runs.client_bound), "other_cpu_pct": runs.other_cpu_pct.max()})
+                    "client_bound": any_verdict(runs.client_bound), "other_cpu_pct": _max(runs.other_cpu_pct),
+                    "busy_runs": int(runs.other_cpu_pct.map(busy_neighbour).sum())})
     return _ordered(pd.DataFrame(out), ["stream", "fraction of slower peak", "variant"])
 
 

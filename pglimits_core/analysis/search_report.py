@@ -75,9 +75,11 @@ def search_flags(table: pd.DataFrame) -> pd.DataFrame:
     flagged = flag_points(table)
     if flagged.empty or "other_cpu_pct" not in flagged:
         return flagged
-    busy = flagged.other_cpu_pct.map(busy_neighbour)
-    marks = [("; ".join(filter(None, [flag, f"busy neighbour ({other:.0f} % of a core)" if b else ""])))
-             for flag, other, b in zip(flagged.flags, flagged.other_cpu_pct, busy, strict=True)]
+    runs = flagged.get("runs", pd.Series(1, index=flagged.index))
+    busy = flagged.get("busy_runs", flagged.other_cpu_pct.map(busy_neighbour).astype(int))
+    marks = ["; ".join(filter(None, [flag, f"busy neighbour in {b} of {n} runs (up to {other:.0f} % of a core)"
+                                     if b else ""]))
+             for flag, other, b, n in zip(flagged["flags"], flagged.other_cpu_pct, busy, runs, strict=True)]
     return flagged.assign(flags=marks)
 
 

@@ -109,7 +109,7 @@ def latency_chart(table: pd.DataFrame) -> plt.Figure:
         ax.grid(alpha=0.3, which="both")
     axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("Search latency at matched rates (fractions of the slower system's closed-loop peak)\n"
-                 f"(lines: p99, median over repetitions, whiskers min–max; dots: p50; ×: not sustained; {RING})",
-                 fontsize=10)
+                 "lines: p99, median over repetitions, whiskers min–max; dots: p50; ×: not sustained\n"
+                 f"({RING})", fontsize=9)
     fig.tight_layout()
     return fig

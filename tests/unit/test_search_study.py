@@ -184,3 +184,18 @@ def test_plan_errors_name_the_key_and_the_fix():
     no_rate = section.model_copy(update={"latency": section.latency.model_copy(update={"streams": ["rare"]})})
     with pytest.raises(PGLimitsError, match="needs .* throughput in stream 'rare'"):
         plan(no_rate, profile)
+
+
+def test_a_dataset_that_fails_verification_stops_the_study_before_any_server(tmp_path, monkeypatch):
+    """One line naming the file and the fix; ``prepare`` runs before the fleet starts, so nothing
+    is left running."""
+    from pglimits_core.datasets.store import ensure_dataset
+    from pglimits_core.studies.search_plan import prepare
+
+    monkeypatch.setenv("PGLIMITS_DATA_DIR", str(tmp_path))
+    profile = load_profile("test")
+    path = ensure_dataset(profile.datasets.corpus)
+    (path / "truth_docs.npy").write_bytes((path / "truth_docs.npy").read_bytes()[:-4] + b"\0\0\0\1")
+    with pytest.raises(PGLimitsError, match="fails verification: truth_docs.npy: sha256") as caught:
+        prepare(profile.section("search"), profile)
+    assert "make datasets PROFILE=test" in caught.value.fix and "\n" not in str(caught.value)

@@ -14,7 +14,7 @@ from pglimits_core.analysis.search import (
     ranking_table,
     search_run_columns,
 )
-from pglimits_core.analysis.search_report import headline_table, seed_comparison
+from pglimits_core.analysis.search_report import headline_table, search_flags, seed_comparison
 
 
 def client_row(run_id: str, variant: str, stream: str, clients: int, qps: float, p99: float = 2.0,
@@ -143,3 +143,11 @@ def test_seed_comparison_needs_the_seeds_32_clients():
     row = seed_comparison(seed_tables(3000.0, 2000.0, 4.6, 3.4, clients=8)).iloc[0]
     assert row.verdict.startswith("not comparable") and row["our ratio A/B"] is None
     assert seed_comparison({"throughput": pd.DataFrame()}).verdict.eq("not measured here").all()
+
+
+def test_a_busy_neighbour_is_flagged_beside_the_client_bound_mark():
+    table = qps_table(frame(client_row("a", "opensearch", "rare", 32, 800.0, bound=True, other_cpu_pct=35.0),
+                            client_row("b", "pg_gin ranked", "rare", 32, 900.0, other_cpu_pct=5.0)))
+    flags = search_flags(table).set_index("variant")["flags"]
+    assert flags["opensearch"] == "client-bound; busy neighbour in 1 of 1 runs (up to 35 % of a core)"
+    assert flags["pg_gin ranked"] == ""
