@@ -124,11 +124,11 @@ def correctness_table(frame: pd.DataFrame) -> pd.DataFrame:
     out = []
     for _, run in rows.iterrows():
         groups = run.by_group or {}
-        out.append({"variant": run.variant, "queries checked": run.checked, "disagreed": run.disagreed,
+        out.append({"variant": run.variant, "queries checked": int(run.checked), "disagreed": int(run.disagreed),
                     "verdict": "measured" if run.disagreed == 0 else "NOT MEASURED: wrong answers",
                     "disagreed by group": "; ".join(f"{g} {v['disagreed']}/{v['checked']}" for g, v in groups.items()),
-                    "hits.total a lower bound (queries)": run.total_relation_gte,
-                    "track_total_hits": run.track_total_hits,
+                    "hits.total a lower bound (queries)": None if pd.isna(run.total_relation_gte) else int(run.total_relation_gte),
+                    "track_total_hits": None if pd.isna(run.track_total_hits) else int(run.track_total_hits),
                     "first problem": (run.examples[0]["query"] + ": " + run.examples[0]["problem"]) if run.examples else ""})
     return pd.DataFrame(out)
 

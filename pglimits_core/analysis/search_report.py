@@ -105,19 +105,90 @@ HOW_TO_READ = (
 
 
 def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
+    """How to read it, correctness, load and index, the throughput headline, the crossover,
+    latency at matched rates and ranking agreement — each from its table."""
     lines = [f"{HOW_TO_READ} {links}", ""]
     if not tables["correctness"].empty:
         checked = tables["correctness"]
-        lines += ["Correctness: " + "; ".join(f"{r.variant} {r['disagreed']} of {r['queries checked']} disagreed"
-                                               for _, r in checked.iterrows()) + ".", ""]
+        lines += ["Correctness, before anything was timed: " + "; ".join(
+            f"{r.variant} {r['disagreed']} of {r['queries checked']} queries disagreed" for _, r in checked.iterrows())
+            + ".", ""]
     if not tables["load"].empty:
-        load = tables["load"][["system", "docs/s, bulk + build", "bulk load s", "index build s", "index MiB",
-                               "table + index MiB (all on disk)", "server PSS MiB"]]
-        lines += [load.round(1).to_markdown(index=False), ""]
+        lines += ["Load and index (median of the loads):", "", load_summary(tables["load"]).to_markdown(index=False), ""]
     head = headline_table(tables)
     if not head.empty:
-        lines += [head.to_markdown(index=False), ""]
+        lines += ["Throughput, closed loop, peak over 1–32 clients:", "", head.to_markdown(index=False), ""]
+    crossover = crossover_summary(tables.get("crossover", pd.DataFrame()))
+    if not crossover.empty:
+        clients = int(tables["crossover"].clients.iloc[0])
+        lines += [f"The crossover (closed loop, {clients} clients; qps, and service-time p99 in ms — p95 where marked "
+                  "`p95`, the bucket's window holding fewer than 100 queries):", "",
+                  crossover.to_markdown(index=False), ""]
+    latency = latency_summary(tables.get("latency", pd.DataFrame()))
+    if not latency.empty:
+        lines += ["Latency at matched rates (open loop, p99 ms from the intended start; the same offered rate for "
+                  "every system):", "", latency.to_markdown(index=False), ""]
+    ranking = ranking_summary(tables.get("ranking", pd.DataFrame()))
+    if ranking:
+        lines += [ranking, ""]
     return lines
+
+
+def load_summary(load: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "system": load.system, "docs/s (bulk + build)": load["docs/s, bulk + build"].map("{:,.0f}".format),
+        "bulk load s": load["bulk load s"].map("{:.1f}".format),
+        "index build s": load["index build s"].map("{:.1f}".format),
+        "load + build s (min–max)": load["load + build, min–max s"],
+        "index MiB": load["index MiB"].map("{:.1f}".format),
+        "all on disk MiB": load["table + index MiB (all on disk)"].map("{:.1f}".format),
+        "server memory MiB (PSS)": load["server PSS MiB"].map("{:,.0f}".format),
+        "JVM heap": load["JVM heap"].fillna("—")})
+
+
+def crossover_summary(crossover: pd.DataFrame) -> pd.DataFrame:
+    """Per bucket (its median match count): each variant's qps (p99 ms)."""
+    if crossover.empty:
+        return pd.DataFrame()
+    cell = crossover.apply(lambda r: f"{r.qps:,.0f} ({_tail(r)})", axis=1)
+    table = crossover.assign(cell=cell).pivot_table(index=["stream", "median_matches"], columns="variant",
+                                                     values="cell", aggfunc="first", sort=False)
+    table = table.reset_index().sort_values("median_matches")
+    table.insert(1, "median matches", table.pop("median_matches").map("{:,.0f}".format))
+    return table.rename(columns={"stream": "match-set bucket"}).fillna("—")
+
+
+def _tail(row) -> str:
+    if pd.notna(row.p99_ms):
+        return f"{row.p99_ms:.1f}"
+    return f"p95 {row.p95_ms:.1f}" if pd.notna(row.get("p95_ms")) else "—"
+
+
+def latency_summary(latency: pd.DataFrame) -> pd.DataFrame:
+    """Per offered rate: each variant's p99 (× when a repetition fell short of the rate)."""
+    if latency.empty:
+        return pd.DataFrame()
+    cell = latency.apply(lambda r: f"{r.latency_p99_ms:.1f}" + ("" if r.sustained else " (not sustained)"), axis=1)
+    table = latency.assign(cell=cell, rate=latency.apply(
+        lambda r: f"{r.offered_per_s:,.0f}/s ({r['fraction of slower peak']:.0%} of the slower peak, {r.stream})",
+        axis=1)).pivot_table(index="rate", columns="variant", values="cell", aggfunc="first", sort=False)
+    return table.reset_index().rename(columns={"rate": "offered rate"}).fillna("—")
+
+
+def ranking_summary(ranking: pd.DataFrame) -> str:
+    """One line: each ranked system's mean top-10 overlap with the exact BM25, overall and on the
+    frequent class."""
+    if ranking.empty:
+        return ""
+    rows = ranking[ranking.compared.str.endswith("vs exact BM25") & ~ranking.compared.str.contains("unranked")]
+    parts = []
+    for compared, group in rows.groupby("compared", sort=False):
+        overall = group[group.group == "all"]["mean overlap@10"]
+        frequent = group[group.group == "frequent"]["mean overlap@10"]
+        parts.append(f"{compared.removesuffix(' vs exact BM25')} {overall.iloc[0]:.2f}"
+                     + (f" (frequent class {frequent.iloc[0]:.2f})" if len(frequent) else ""))
+    return ("Ranking: mean overlap of the top 10 with an exact BM25 (k1 = 1.2, b = 0.75), all queries: "
+            + "; ".join(parts) + ".")
 
 
 def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
