@@ -337,10 +337,17 @@ def check_all(engine: Any, v: SearchVariant, data: Prepared) -> dict[str, Any]:
             "queries": per_query, "seconds": round(time.perf_counter() - started, 3)}
 
 
+_VERIFIED: set[tuple[str, str, str]] = set()
+
+
 def verified(ctx: Context, setup: Setup, v: SearchVariant) -> None:
-    """Raise unless ``v``'s correctness record in this run found no disagreement."""
+    """Raise unless ``v``'s correctness record in this run found no disagreement (read once per
+    study process and runs directory)."""
     from pglimits_core.record.records import load_records
 
+    key = (str(ctx.runs_root), v.label, setup.dataset)
+    if key in _VERIFIED:
+        return
     for record in load_records(STUDY, ctx.runs_root):
         manifest = record["manifest"]
         params = manifest.get("params", {})
@@ -348,6 +355,7 @@ def verified(ctx: Context, setup: Setup, v: SearchVariant) -> None:
                 ("correctness", v.label, setup.dataset) and manifest.get("status") == "complete":
             outcome = params.get("outcome", {})
             if outcome.get("disagreed", 1) == 0:
+                _VERIFIED.add(key)
                 return
             raise PGLimitsError(f"{v.label} answered {outcome.get('disagreed')} of {outcome.get('checked')} "
                                 f"queries wrongly in the correctness check: not measured",
