@@ -29,8 +29,8 @@ FAIRNESS = (
     "The correctness table says how many queries had a count that was only a lower bound.")
 CLIENT = (
     "<b>The client.</b> Client and servers share the box's cores. Postgres is queried with psycopg (C, prepared "
-    "statements); the engines with a minimal keep-alive HTTP/1.1 client that sends pre-encoded requests (~40 µs "
-    "of client CPU per query, where elasticsearch-py spends ~300–400 µs) — the request bodies are the ones the "
+    "statements); the engines with a minimal keep-alive HTTP/1.1 client that sends pre-encoded requests (37–87 µs "
+    "of client CPU per query in the full run, where elasticsearch-py spends ~300–400 µs) — the request bodies are the ones the "
     "vendor clients send. Each throughput row says the client CPU per query; <span class='flag'>client-bound</span> "
     "(ᶜ) marks a point where the Python workers, not the server, ran out of CPU: a floor for the server. "
     "<code>other_cpu_pct</code> is CPU used in the same seconds by processes that were neither client nor server "
