@@ -16,6 +16,8 @@ failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 import time
 from pathlib import Path
@@ -79,8 +81,34 @@ def execute(name: str, profile: str, figures_dir: str = "", resume: bool = False
         papermill.execute_notebook(str(source), str(target), parameters=parameters,
                                    cwd=str(source.parent), progress_bar=False, stderr_file=sys.stderr)
     except papermill.PapermillExecutionError as exc:
+        if INTERRUPTED:
+            raise KeyboardInterrupt from None
         return "failed", f"{exc.ename}: {exc.evalue}"[:500], time.monotonic() - started
+    except Exception:
+        if INTERRUPTED:  # the kernel we stopped died under papermill: the interrupt, not a failure
+            raise KeyboardInterrupt from None
+        raise
+    if INTERRUPTED:
+        raise KeyboardInterrupt
     return "complete", None, time.monotonic() - started
+
+
+# Ctrl-C (or SIGTERM) must stop the study, but a SIGINT that lands while papermill waits on the
+# kernel can be swallowed there (seen: the study ran on to its end). So the handler stops the
+# kernel itself: on SIGTERM its fleet stops every server it started, its load workers die with it,
+# and papermill then returns or raises, which the checks above turn into the interrupt.
+INTERRUPTED = False
+
+
+def interrupt(signum: int, frame) -> None:
+    global INTERRUPTED
+    INTERRUPTED = True
+    import psutil
+
+    for kernel in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            kernel.terminate()
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--figures-dir", default="",
                         help="write figures here instead of figures/<host-id>/<profile>/")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     try:
         names = planned_notebooks(args.profile, args.only)
         stop_orphans()
