@@ -43,7 +43,8 @@ def plan(section: Any, profile: Any) -> list[Point]:
     variants = [VARIANTS[label] for label in section.variants]
     hnsw = [v for v in variants if not v.exact]
     d = section.difficulty
-    points = [Point("difficulty", "dataset", "postgres", {"lid_k": d.lid_k, "sample": d.sample},
+    # recorded under the variant that computes it (its record's params say so): plan and record agree
+    points = [Point("difficulty", VARIANTS["pgvector hnsw"].label, "postgres", {"lid_k": d.lid_k, "sample": d.sample},
                     lambda run: difficulty_point(run.ctx, setup, d.lid_k, d.sample, run.seed))]
     points += [Point("build", v.label, v.server, {"repetition": r},
                      lambda run, v=v, r=r: build_point(run.ctx, v, setup, r, run.seed, run.servers))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from pglimits_core.config import PROJECT_ROOT
+from pglimits_core.config import PROJECT_ROOT, state_dir
 from pglimits_core.record.rundir import PARTIAL_SUFFIX, finished_runs
 from pglimits_core.servers import ownership
 from pglimits_core.studies.resume import point_identity
@@ -36,8 +36,12 @@ PGLIMITS = [sys.executable, "-m", "pglimits_core"]
 @pytest.fixture
 def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     state = TEST_ROOT / f"killed-{uuid.uuid4().hex[:8]}"  # the Postgres OS user must reach it
+    installed = state_dir() / "bin"  # where `make setup` put the downloaded binaries (Qdrant)
     monkeypatch.setenv("PGLIMITS_STATE_DIR", str(state))  # so `ownership` here sees the study's
     monkeypatch.delenv(ownership.OWNER_VAR, raising=False)
+    # the downloaded server binaries live in the state dir: the study's shares the installed ones
+    state.mkdir(parents=True, mode=0o700)
+    (state / "bin").symlink_to(installed, target_is_directory=True)
     env = {**os.environ, "PGLIMITS_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
     yield {"env": env, "state": state, "data": tmp_path / "data", "figures": tmp_path / "figures",
            "logs": tmp_path}
