@@ -118,14 +118,14 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
         raise PGLimitsError(f"profile {profile_name} has no {workload.name!r} section",
                             f"add one to configs/profiles/{profile_name}.yaml, or run another workload")
     points = workload.plan(section, profile)
-    if getattr(workload, "prepare", None) is not None:
+    if workload.prepare is not None:
         workload.prepare(section, profile)  # bad input stops here, before any server starts
-    options = workload.server_options(section) if getattr(workload, "server_options", None) else {}
+    options = workload.server_options(section) if workload.server_options is not None else {}
     root = profile_runs_dir(profile_name, runs_root)
     if not resume and (moved := supersede_runs(root, workload.name, profile_name)):
         print(f"earlier {workload.name} records of profile {profile_name} moved to {moved}", file=sys.stderr)
     with study_servers(planned_servers(points), external=profile.external, options=options) as fleet:
-        if getattr(workload, "require_servers", False) and fleet.unavailable:
+        if workload.require_servers and fleet.unavailable:
             name, reason = next(iter(fleet.unavailable.items()))
             raise PGLimitsError(f"{workload.name} study: server {name} is not up: {reason}",
                                 "fix that server (`pglimits doctor`), or drop its variants from the profile")
