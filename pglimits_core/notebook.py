@@ -80,7 +80,7 @@ def open_study(name: str, profile: str = "full", measure: bool = False, resume: 
                                 paths.tables if write else None)
         source = f"measured now, profile {profile}" if measure else f"the records in {paths.runs}"
         return StudyView(outputs, paths, source, outcome)
-    host = committed_host(profile, nearest=True)
+    host = committed_host(profile, nearest=True, study=chosen.name)
     paths = StudyPaths.committed(profile, host)
     whose = "this machine" if host == current_host_id() else \
         f"not this machine ({current_host_id()}): the nearest with committed results"

@@ -11,10 +11,14 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.runs import entry_rows, measured
+from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
 from pglimits_core.load.ratesearch import Slo, sustainable_rate
+from pglimits_core.studies.pubsub_failures import COMMIT_MODES
 
-GROUP = ["variant", "subscribers", "loop", "rate"]
+GROUP = ["variant", "subscribers", "publishers", "loop", "rate"]
+#: a delivery p99 is "lag-dominated" when the publishers' own schedule lag (actual − intended
+#: send) makes up at least this share of it: the tail was made in the publisher, not in delivery
+LAG_DOMINATED = 0.5
 
 
 def outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -62,22 +66,33 @@ def _any(values: pd.Series) -> bool | None:
 
 
 def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFrame:
-    """Per variant × fan-out × rate (open loop) or flat out: medians over repetitions, the p99's
-    range, delivered/expected summed over every run, and whether any run was client-bound."""
+    """Per variant × fan-out × publishers × rate (open loop) or flat out: medians over
+    repetitions with their range, delivered/expected summed over every run, the publishers'
+    schedule lag beside the delivery p99 (a lag-dominated tail was made in the publisher), runs
+    that failed (kept out of the medians, counted here), busy-neighbour runs, and whether any run
+    was client-bound."""
     pubs = _role(frame, experiment, "publisher")
     if pubs.empty:
         return pd.DataFrame()
-    pubs["rate"] = pubs["rate"].astype(object).where(pubs["rate"].notna(), "flat out")
+    pubs["rate"] = _rate_labels(pubs["rate"])
+    failed = failed_runs(frame, experiment)
     rows = []
     for key, group in pubs.groupby(GROUP, sort=True, dropna=False):
-        deliveries = pd.to_numeric(group.deliveries_per_s, errors="coerce")
-        rows.append({**dict(zip(GROUP, key, strict=True)), "runs": len(group),
+        row = dict(zip(GROUP, key, strict=True))
+        lag_p99 = _median(group, "schedule_lag_p99_ms")
+        delivery_p99 = group.delivery_p99.median()
+        rows.append({**row, "runs": len(group),
+                     "failed_runs": failed.get((row["variant"], row["subscribers"], row["publishers"], row["rate"]), 0),
                      "published_per_s": pd.to_numeric(group.published_per_s, errors="coerce").median(),
-                     "deliveries_per_s": deliveries.median(),
-                     "delivery_p50_ms": group.delivery_p50.median(), "delivery_p99_ms": group.delivery_p99.median(),
+                     "published_per_s_range": _spread(group.published_per_s, 0),
+                     "deliveries_per_s": pd.to_numeric(group.deliveries_per_s, errors="coerce").median(),
+                     "deliveries_per_s_range": _spread(group.deliveries_per_s, 0),
+                     "delivery_p50_ms": group.delivery_p50.median(), "delivery_p99_ms": delivery_p99,
                      "delivery_p99_range_ms": _spread(group.delivery_p99),
                      "delivery_p999_ms": group.delivery_p999.median(),
-                     "publish_service_p99_ms": group.get("service_time_p99_ms", pd.Series(dtype=float)).median(),
+                     "publisher_lag_p99_ms": lag_p99,
+                     "lag_dominated": lag_dominated(lag_p99, delivery_p99),
+                     "publish_service_p99_ms": _median(group, "service_time_p99_ms"),
                      "delivered": int(group.delivered.sum()), "expected": int(group.expected.sum()),
                      "delivered_ratio": group.delivered.sum() / group.expected.sum() if group.expected.sum() else None,
                      "lost": int(group.lost.sum()), "not_received_by_cutoff": _sum(group, "not_received_by_cutoff"),
@@ -87,8 +102,39 @@ def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFram
                      "server_cpu_ms_per_1k": _per_1k(group, "server_cpu_pct"),
                      "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"),
                      "server_rss_largest_mib": pd.to_numeric(group.get("server_rss_largest_mib"), errors="coerce").max(),
+                     "busy_neighbour_runs": int(group.other_cpu_pct.map(busy_neighbour).sum())
+                     if "other_cpu_pct" in group else 0,
                      "client_bound": _any(group.client_bound)})
     return pd.DataFrame(rows)
+
+
+def _rate_labels(rates: pd.Series) -> pd.Series:
+    return rates.astype(object).where(rates.notna(), "flat out")
+
+
+def failed_runs(frame: pd.DataFrame, experiment: str) -> dict[tuple, int]:
+    """Runs of ``experiment`` that did not complete (a worker lost, impossible CPU figures), per
+    (variant, subscribers, publishers, rate): they are left out of the medians, never silently."""
+    if frame.empty or "status" not in frame:
+        return {}
+    runs = frame[(frame.experiment == experiment) & (frame.status != "complete")].drop_duplicates("run_id")
+    if runs.empty:
+        return {}
+    runs = runs.assign(rate=_rate_labels(runs["rate"]))
+    return runs.groupby(["variant", "subscribers", "publishers", "rate"], dropna=False).size().to_dict()
+
+
+def lag_dominated(lag_p99_ms: float | None, delivery_p99_ms: float | None) -> bool | None:
+    if lag_p99_ms is None or delivery_p99_ms is None or pd.isna(lag_p99_ms) or pd.isna(delivery_p99_ms):
+        return None  # closed loop: nothing scheduled
+    return bool(delivery_p99_ms > 0 and lag_p99_ms >= LAG_DOMINATED * delivery_p99_ms)
+
+
+def _median(group: pd.DataFrame, column: str) -> float | None:
+    if column not in group:
+        return None
+    values = pd.to_numeric(group[column], errors="coerce").dropna()
+    return float(values.median()) if len(values) else None
 
 
 def _sum(group: pd.DataFrame, column: str) -> int | None:
@@ -154,16 +200,24 @@ def commit_table(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (label, mode), group in writers.groupby(["variant", "mode"], sort=False):
         rows.append({"variant": label, "mode": mode, "writers": group.workers.iloc[0], "runs": len(group),
-                     "writer_tps": group.ops_per_s.median(),
+                     "writer_tps": group.ops_per_s.median(), "writer_tps_range": _spread(group.ops_per_s, 0),
                      "writer_p50_ms": group.service_time_p50_ms.median(),
                      "writer_p99_ms": group.service_time_p99_ms.median(),
                      "notifications": int(group.published.sum()), "lost": int(group.lost.sum()),
                      "client_bound": _any(group.client_bound)})
     table = pd.DataFrame(rows)
-    alone = table[table["mode"] == "alone"].set_index("variant").writer_tps
-    table["tps_vs_alone"] = [row.writer_tps / alone[row.variant] if row.variant in alone else None
-                             for row in table.itertuples()]
-    return table
+    table["tps_vs_alone"] = _relative_to(table, "alone")
+    # the matched control: the same transaction shape and round trips, without the NOTIFY
+    table["tps_vs_txn_without_notify"] = _relative_to(table, "txn_without_notify")
+    order = {mode: i for i, mode in enumerate(COMMIT_MODES)}
+    return table.sort_values(["variant", "mode"], key=lambda c: c.map(order) if c.name == "mode" else c,
+                             ignore_index=True)
+
+
+def _relative_to(table: pd.DataFrame, mode: str) -> list[float | None]:
+    base = table[table["mode"] == mode].set_index("variant").writer_tps
+    return [row.writer_tps / base[row.variant] if row.variant in base and base[row.variant] else None
+            for row in table.itertuples()]
 
 
 def idle_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -172,6 +226,7 @@ def idle_table(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     table = (pubs.groupby(["variant", "idle_listeners"], sort=True)
              .agg(runs=("run_id", "size"), published_per_s=("published_per_s", "median"),
+                  published_per_s_range=("published_per_s", lambda v: _spread(v, 0)),
                   deliveries_per_s=("deliveries_per_s", "median"), delivery_p99_ms=("delivery_p99", "median"),
                   publish_service_p99_ms=("service_time_p99_ms", "median"), lost=("lost", "sum"),
                   client_bound=("client_bound", _any))
@@ -193,7 +248,7 @@ def stuck_table(frame: pd.DataFrame) -> pd.DataFrame:
                      "stuck_lost": per.get("s0"), "others_lost": sum(v for k, v in per.items() if k != "s0"),
                      "others_p99_ms": row.others_p99, "disconnects": row.disconnects,
                      "max_queue_usage": row.max_queue_usage,
-                     "queue_full_in_s": queue_full_in_s((row.outcome.get("server_watch") or {}).get("samples", [])),
+                     "queue_full_in_s_extrapolated": queue_full_in_s((row.outcome.get("server_watch") or {}).get("samples", [])),
                      "max_omem_bytes": row.max_omem_bytes,
                      "subscriber_error": "; ".join(f"{k}: {v}" for k, v in errors.items()),
                      "limit": (row.outcome.get("limits") or {}).get("client-output-buffer-limit", "")})
@@ -220,11 +275,20 @@ def payload_table(frame: pd.DataFrame) -> pd.DataFrame:
         probes = row.outcome.get("payload_sizes", [])
         accepted = [p["bytes"] for p in probes if p["accepted"]]
         refused = [p for p in probes if not p["accepted"]]
-        rows.append({"variant": row.variant, "largest_accepted": max(accepted, default=None),
+        largest = max(accepted, default=None)
+        rows.append({"variant": row.variant, "largest_accepted": largest,
                      "smallest_refused": refused[0]["bytes"] if refused else None,
+                     "limit": payload_limit_text(largest, refused[0]["bytes"] if refused else None),
                      "error": refused[0]["error"] if refused else "",
                      "tried": ", ".join(str(p["bytes"]) for p in probes)})
     return pd.DataFrame(rows)
+
+
+def payload_limit_text(largest: int | None, refused: int | None) -> str:
+    """What the probes prove: a bracket when a size was refused, a lower bound when none was."""
+    if refused is None:
+        return "—" if largest is None else f"≥ {largest:,} (largest tried; none refused)"
+    return f"< {refused:,}" if largest is None else f"{largest:,} ≤ limit < {refused:,}"
 
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -26,18 +26,32 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
                "delivery latency runs from each message's *intended* publish time to its receipt; every "
                "delivery is accounted per publisher and sequence number (lost, duplicated, reordered). "
                "ᶜ = client-bound (the Python subscribers, not the server, ran out of CPU: a floor for the server); "
-               "not sustained = the publishers fell below 95 % of the offered rate (a stall, not a latency claim).")
+               "ˡ = lag-dominated (the publishers' own schedule lag is at least half the delivery p99: the tail was "
+               "made in the publisher, not in delivery); not sustained = the publishers fell below 95 % of the "
+               "offered rate (a stall, not a latency claim). One synchronous publisher waits a round trip per "
+               "message, so flat-out rows with 1 publisher measure that publisher; the rows with more publishers "
+               "measure the servers. The two make different promises: a NOTIFY is transactional — delivered only "
+               "if and after its transaction commits (here after the commit's WAL flush, `synchronous_commit=on`), "
+               "held in a queue of 8 GB on disk for listeners that fall behind; a PUBLISH is fire-and-forget — "
+               "no transaction, nothing persisted, a subscriber that is not connected (or is dropped at its "
+               "output-buffer limit) misses the message for good. Neither keeps a message for a listener that "
+               "was not listening.")
 
 CAPTIONS = {
     "fanout": "Fan-out: published/s, deliveries/s and delivery latency per subscriber count; open-loop rates and "
               "flat out (closed loop). Medians over repetitions; delivered/expected over every run",
     "cliff": "The ceiling at the fan-out shown: highest publish rate with everything delivered and delivery p99 under "
              "the bound (repeated probes near the edge)",
-    "commit_serialization": "Commit serialization (Postgres): unrelated single-row writers alone, beside a NOTIFY "
-                            "publisher, and notifying in their own transaction",
+    "commit_serialization": "Commit serialization (Postgres): single-row writers alone; in an explicit "
+                            "transaction that also selects a message-sized value (the control: the same round "
+                            "trips); notifying in that transaction; and beside a separate NOTIFY publisher. What "
+                            "NOTIFY costs is notify_in_txn against txn_without_notify",
     "idle_listeners": "Flat-out publishing with idle listeners on other channels",
-    "stuck_subscriber": "A stuck subscriber (subscriber 0 stops reading; Postgres: inside an open transaction)",
-    "payload_limit": "The largest payload each accepts (the exact error of the first size refused)",
+    "stuck_subscriber": "A stuck subscriber (subscriber 0 stops reading; Postgres: inside an open transaction). "
+                        "queue_full_in_s_extrapolated: when the Postgres notification queue would be full at the "
+                        "growth measured during the stall (a straight-line extrapolation, not observed)",
+    "payload_limit": "The largest payload each accepts among the sizes tried (the exact error of the first size "
+                     "refused; with none refused the limit is only bounded below)",
 }
 NOTE = ("Every point is one recorded run on a fresh channel. <code>delivered_ratio</code> = deliveries counted by the "
         "subscribers / messages the publishers confirmed × subscribers; <code>sustained</code> = publishers kept "
@@ -51,9 +65,10 @@ def fanout_chart(table: pd.DataFrame) -> plt.Figure:
     rows["rate"] = rows.rate.astype(float)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     fanouts = sorted(rows.subscribers.unique())
-    for (label, n), group in rows.groupby(["variant", "subscribers"]):
+    for (label, n, publishers), group in rows.groupby(["variant", "subscribers", "publishers"]):
         style = {"color": colour_for(label), "linestyle": line_style_for(label, rows.variant),
-                 "marker": MARKERS[fanouts.index(n) % len(MARKERS)], "label": f"{label} ×{int(n)}"}
+                 "marker": MARKERS[fanouts.index(n) % len(MARKERS)],
+                 "label": f"{label} ×{int(n)}, {int(publishers)} pub."}
         group = group.sort_values("rate")
         left.plot(group.rate, group.deliveries_per_s, **style)
         right.plot(group.rate, group.delivery_p99_ms, **style)
@@ -113,9 +128,16 @@ def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         mark = " ᶜ" if row.client_bound else ""
         rate = row.rate if row.rate == "flat out" else f"{float(row.rate):,.0f}"
         rate += " (not sustained)" if row.sustained is False else ""
-        rows.append({"variant": row.variant, "subscribers": row.subscribers, "offered msg/s": rate,
-                     "published/s": f"{row.published_per_s:,.0f}", "deliveries/s": f"{row.deliveries_per_s:,.0f}{mark}",
-                     "delivery p99 ms": row.delivery_p99_range_ms, "delivered/expected": f"{row.delivered}/{row.expected}"})
+        lag = "" if row.publisher_lag_p99_ms is None or pd.isna(row.publisher_lag_p99_ms) \
+            else f"{row.publisher_lag_p99_ms:.2f}"
+        runs = f"{row.runs}" + (f" (+{row.failed_runs} failed)" if row.failed_runs else "") \
+            + (f", {row.busy_neighbour_runs} busy" if row.busy_neighbour_runs else "")
+        rows.append({"variant": row.variant, "subscribers": row.subscribers, "publishers": row.publishers,
+                     "offered msg/s": rate, "published/s": row.published_per_s_range,
+                     "deliveries/s": f"{row.deliveries_per_s_range}{mark}",
+                     "delivery p99 ms": row.delivery_p99_range_ms + (" ˡ" if row.lag_dominated else ""),
+                     "publisher lag p99 ms": lag, "delivered/expected": f"{row.delivered}/{row.expected}",
+                     "runs": runs})
     return pd.DataFrame(rows)
 
 
@@ -131,9 +153,10 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
 SEED = {"published_per_s": (11_700, 14_200), "delivery_p99_ms": (2.0, 1.7)}
 SEED_NOTES = ["Pub/sub: the source measured fan-out ×10 on 7 vCPU: Postgres ~11.7k messages/s published (117k "
               "deliveries/s), p99 2.0 ms; Redis ~14.2k/142k, p99 1.7 ms. Ours: flat out (closed loop) at fan-out "
-              "10, one publish per transaction vs one PUBLISH per round trip, on this box's 2 cores shared by "
-              "publishers, 10 Python subscribers and the server: the ratio Postgres/Redis is what compares, not "
-              "the absolute rates."]
+              "10 with the most publishers measured, one publish per transaction vs one PUBLISH per round trip, on "
+              "this box's 2 cores shared by publishers, 10 Python subscribers and the server: the ratio "
+              "Postgres/Redis is what compares, not the absolute rates. A flat-out p99 is a closed-loop service "
+              "figure (no schedule), the source's the same."]
 
 
 def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -141,7 +164,8 @@ def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     fanout = tables.get("fanout", pd.DataFrame())
     if fanout.empty:
         return pd.DataFrame()
-    flat = fanout[(fanout.subscribers == 10) & (fanout.rate == "flat out")].set_index("variant")
+    flat = fanout[(fanout.subscribers == 10) & (fanout.rate == "flat out")]
+    flat = flat[flat.publishers == flat.publishers.max()].set_index("variant") if len(flat) else flat
     pg, redis = "pg_notify batch=1", "redis_publish batch=1"
     rows = []
     for metric, (seed_pg, seed_redis) in SEED.items():
@@ -149,18 +173,21 @@ def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         b = flat[metric].get(redis) if metric in flat else None
         ours = a / b if a is not None and b and not pd.isna(a) and not pd.isna(b) else None
         bound = bool(flat.client_bound.fillna(False).any()) if len(flat) else False
+        busy = int(flat.busy_neighbour_runs.sum()) if "busy_neighbour_runs" in flat else 0
         rows.append({"source": "pub/sub fan-out ×10 (7 vCPU)", "figure": metric.replace("_", " "),
                      "A / B": f"{pg} / {redis}", "seed A": seed_pg, "seed B": seed_redis,
                      "seed ratio A/B": round(seed_pg / seed_redis, 2),
                      "ours A": None if a is None else round(float(a), 2), "ours B": None if b is None else round(float(b), 2),
                      "our ratio A/B": None if ours is None else round(ours, 2),
-                     "verdict": verdict(seed_pg / seed_redis, ours, bound)})
+                     "verdict": verdict(seed_pg / seed_redis, ours, bound, busy)})
     return pd.DataFrame(rows)
 
 
-def verdict(seed: float, ours: float | None, client_bound: bool) -> str:
+def verdict(seed: float, ours: float | None, client_bound: bool, busy_runs: int = 0) -> str:
     if ours is None:
         return "not measured on both sides"
+    if busy_runs:
+        return f"inconclusive: a busy neighbour took CPU in {busy_runs} of the runs compared"
     if client_bound:
         return "inconclusive: client-bound (our Python subscribers set the rate, not the servers)"
     if seed / AGREEMENT_SLACK <= ours <= seed * AGREEMENT_SLACK:

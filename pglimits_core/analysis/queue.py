@@ -37,7 +37,20 @@ def queue_run_columns(manifest: dict) -> dict:
             "producers": params.get("producers"), "rate": params.get("rate"),
             "lost": outcome.get("lost"), "duplicates": outcome.get("duplicates"),
             "produced": outcome.get("produced"), "left_after_run": outcome.get("drained_after"),
-            **_worker_busy(outcome)}
+            **_worker_busy(outcome), **consumer_fairness(outcome.get("consumer_acks"))}
+
+
+def consumer_fairness(acks: dict[str, int] | None) -> dict:
+    """How evenly a run's acknowledged messages spread over its consumers: Jain's index
+    ((Σx)² / (n·Σx²): 1 = every consumer the same, 1/n = one consumer did everything) and the
+    least and most a consumer did as a share of the mean. None before runs recorded it, or with
+    fewer than two consumers."""
+    counts = list((acks or {}).values())
+    if len(counts) < 2 or not sum(counts):
+        return {"fairness_jain": None, "consumer_min_share": None, "consumer_max_share": None}
+    mean = sum(counts) / len(counts)
+    return {"fairness_jain": sum(counts) ** 2 / (len(counts) * sum(c * c for c in counts)),
+            "consumer_min_share": min(counts) / mean, "consumer_max_share": max(counts) / mean}
 
 
 def _worker_busy(outcome: dict) -> dict:
@@ -219,6 +232,24 @@ def _cliff_row(name: str, probes: pd.DataFrame) -> dict:
             "probes_per_rate": int(probes.groupby("offered_per_s").size().max())}
 
 
+def fairness_table(frame: pd.DataFrame, experiments: tuple[str, ...] = ("throughput", "latency")) -> pd.DataFrame:
+    """Per variant × experiment × consumers (≥ 2): the spread of per-consumer acknowledgements,
+    medians over the runs that recorded it — the cost the batched claim is said to have."""
+    rows = measured(frame)
+    if rows.empty or "fairness_jain" not in rows:
+        return pd.DataFrame()
+    rows = ensure_class(rows[(rows.role == "consumer") & rows.experiment.isin(experiments)
+                             & rows.fairness_jain.notna()])
+    if rows.empty:
+        return pd.DataFrame()
+    table = (rows.groupby(["variant", "durability_class", "experiment", "consumers", "rate"], dropna=False)
+             .agg(runs=("run_id", "nunique"), fairness_jain=("fairness_jain", "median"),
+                  min_jain=("fairness_jain", "min"), consumer_min_share=("consumer_min_share", "median"),
+                  consumer_max_share=("consumer_max_share", "median"))
+             .reset_index())
+    return sort_by_class(table, ["variant", "experiment", "consumers", "rate"])
+
+
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every queue table of one frame of runs, by name."""
     tables = {"throughput": throughput_table(frame), "steady": throughput_table(frame, "steady"),
@@ -230,4 +261,5 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables["recovery_drills"] = queue_recovery.recovery_drills(frame)
     tables["recovery"] = queue_recovery.recovery_table(tables["recovery_drills"])
     tables["consumer_crash"] = queue_consumer_crash.consumer_crash_table(frame)
+    tables["fairness"] = fairness_table(frame)
     return tables

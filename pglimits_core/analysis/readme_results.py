@@ -15,7 +15,7 @@ from pathlib import Path
 from pglimits_core.analysis.outputs import build_outputs
 from pglimits_core.config import PROJECT_ROOT, StudyPaths, repo_relative
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.record.export import committed_host
+from pglimits_core.record.export import committed_host, committed_hosts
 from pglimits_core.workloads.registry import workloads
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -34,16 +34,21 @@ def hardware_line(records: list[dict]) -> str:
 
 def results_block(profile: str, host: str | None = None, write: bool = True) -> str:
     """From the *committed* records (``data/results/<host-id>/<profile>/runs``), so a fresh
-    clone can regenerate exactly this block: one part per workload with records, in study order.
+    clone can regenerate exactly this block: one part per workload with records, in study order,
+    each from the machine that has its records (``host``: that machine for every workload).
     ``write`` also regenerates the committed tables and figures the block links."""
-    paths = StudyPaths.committed(profile, committed_host(profile, host))
-    if not paths.runs.is_dir():
-        raise PGLimitsError(f"no committed runs in {paths.runs}",
+    if host and not StudyPaths.committed(profile, host).runs.is_dir():
+        raise PGLimitsError(f"no committed runs in {StudyPaths.committed(profile, host).runs}",
+                            f"export them: python -m pglimits_core.record.export --profile {profile}")
+    if not committed_hosts(profile):
+        raise PGLimitsError(f"no committed runs for profile {profile!r} under data/results/",
                             f"export them: python -m pglimits_core.record.export --profile {profile}")
     lines = [START]
     for workload in workloads():
-        if workload.readme_lines is not None:
-            lines += workload_lines(workload, profile, paths, write)
+        if workload.readme_lines is None or not committed_hosts(profile, workload.name):
+            continue
+        paths = StudyPaths.committed(profile, committed_host(profile, host, nearest=True, study=workload.name))
+        lines += workload_lines(workload, profile, paths, write)
     return "\n".join([*lines, END])
 
 

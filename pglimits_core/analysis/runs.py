@@ -24,6 +24,16 @@ def entry_rows(records: list[dict[str, Any]],
     return pd.DataFrame(rows)
 
 
+#: another process's CPU in a run's window (median, % of one core) above which the run is flagged:
+#: client and server share 2 cores, and a busy neighbour takes from both
+OTHER_CPU_FLAG_PCT = 20.0
+
+
+def busy_neighbour(value) -> bool:
+    """Another process took more than ``OTHER_CPU_FLAG_PCT`` of a core in the run's seconds."""
+    return value is not None and not pd.isna(value) and float(value) > OTHER_CPU_FLAG_PCT
+
+
 def measured(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of runs that completed: a failed run (a worker lost, impossible CPU figures) is
     listed under "what could not be run", never averaged into a table."""
@@ -43,6 +53,7 @@ NOT_KNOBS = ("experiment", "variant", "outcome", "spec", "options", "slo")
 def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """What every run record has, plus each scalar knob of its point (consumers, rate, clients...)."""
     params = manifest.get("params", {})
+    over_busy = (manifest.get("cpu") or {}).get("client_plus_server_over_busy_pct_median")
     knobs = {key: value for key, value in params.items()
              if key not in NOT_KNOBS and (value is None or isinstance(value, (int, float, str, bool)))}
     return {"run_id": manifest["run_id"], "system": manifest["system"], "status": manifest["status"],
@@ -52,6 +63,8 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             "client_bound_reason": manifest.get("client_bound_reason"),
             "client_cpu_pct": manifest.get("cpu", {}).get("client_cpu_pct_median"),
             "server_cpu_pct": manifest.get("cpu", {}).get("server_cpu_pct_median"),
+            # CPU taken in the same seconds by processes neither client nor server (% of one core)
+            "other_cpu_pct": None if over_busy is None else max(0.0, -over_busy),
             "slo": params.get("slo"), "path": str(path)}
 
 

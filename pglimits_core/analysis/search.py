@@ -11,13 +11,10 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.queue import any_verdict, flag_set
-from pglimits_core.analysis.runs import entry_rows, measured
+from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
 
 MIB = 2 ** 20
 STREAM_ORDER = ("frequent", "medium", "rare", "mixed")
-#: another process's CPU in a run's window (median, % of one core) above which the run is flagged:
-#: client and server share 2 cores, and a busy neighbour takes from both
-OTHER_CPU_FLAG_PCT = 20.0
 #: the host sampler reads CPU once a second and counts a process from its second reading: a run
 #: shorter than this (warmup + window) has too few readings for a CPU split or a client-bound
 #: verdict, which are then left blank
@@ -41,12 +38,9 @@ def search_frame(records: list[dict]) -> pd.DataFrame:
 def search_run_columns(manifest: dict) -> dict:
     params = manifest.get("params", {})
     outcome = params.get("outcome") or {}
-    cpu = manifest.get("cpu") or {}
-    over_busy = cpu.get("client_plus_server_over_busy_pct_median")
     run_s = sum(phase.get("duration_s", 0) for phase in (params.get("spec") or {}).get("phases", []))
     columns: dict[str, Any] = {
         "stream": params.get("stream"), "clients": params.get("clients"), "run_s": run_s,
-        "other_cpu_pct": None if over_busy is None else max(0.0, -over_busy),
         "heap": (next(iter(manifest.get("servers", {}).values()), {}).get("settings") or {}).get("heap"),
     }
     experiment = params.get("experiment")
@@ -289,11 +283,6 @@ def _by_group(per_query: pd.DataFrame):
 def _mean(values: pd.Series) -> float | None:
     values = pd.to_numeric(values, errors="coerce").dropna()
     return float(values.mean()) if len(values) else None
-
-
-def busy_neighbour(value) -> bool:
-    """Another process took more than ``OTHER_CPU_FLAG_PCT`` of a core in the run's seconds."""
-    return value is not None and not pd.isna(value) and float(value) > OTHER_CPU_FLAG_PCT
 
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -8,7 +8,7 @@ import pandas as pd
 
 from pglimits_core.analysis.queue import flag_set
 from pglimits_core.analysis.report import flag_points
-from pglimits_core.analysis.search import busy_neighbour
+from pglimits_core.analysis.runs import busy_neighbour
 from pglimits_core.analysis.seed_figures import AGREEMENT_SLACK, _floor_could_move_it, verdict
 from pglimits_core.plotting.html_report import Section
 

@@ -18,22 +18,32 @@ from pglimits_core.record.rundir import finished_runs
 EXPORTED_FILES = ("manifest.json", "summary.json", "timeseries.parquet", "samplers.parquet")
 
 
-def committed_hosts(profile: str) -> list[str]:
-    """Machines with committed ``profile`` results (``data/results/<host-id>/<profile>/runs``)."""
-    return sorted(p.parent.parent.name for p in results_dir().glob(f"*/{profile}/runs") if p.is_dir())
+def committed_hosts(profile: str, study: str | None = None) -> list[str]:
+    """Machines with committed ``profile`` results (``data/results/<host-id>/<profile>/runs``);
+    with ``study``, only those holding records of that study."""
+    return sorted(p.parent.parent.name for p in results_dir().glob(f"*/{profile}/runs")
+                  if p.is_dir() and (study is None or _newest_run(p, study)))
 
 
-def committed_host(profile: str, host: str | None = None, nearest: bool = False) -> str:
+def _newest_run(runs: Path, study: str) -> str:
+    """The newest run directory name of ``study`` under ``runs`` ("" when none): run ids start
+    with their UTC time stamp, so names sort by time."""
+    return max((p.name for p in runs.glob(f"*-{study}-*")), default="")
+
+
+def committed_host(profile: str, host: str | None = None, nearest: bool = False, study: str | None = None) -> str:
     """The machine whose committed ``profile`` results to show: ``host`` if given, else this
-    machine if it has some, else the only one committed; with ``nearest``, else the first one
-    (the caller says whose results it shows)."""
-    hosts = committed_hosts(profile)
+    machine if it has some, else the only one committed; with ``nearest``, else the one whose
+    results are newest (the caller says whose results it shows). With ``study``, only machines
+    holding that study's records count: each workload may come from its own machine, and its
+    block says which (records of two machines are never mixed in one table)."""
+    hosts = committed_hosts(profile, study)
     if host:
         return host
     if current_host_id() in hosts:
         return current_host_id()
     if len(hosts) == 1 or (nearest and hosts):
-        return hosts[0]
+        return max(hosts, key=lambda h: _newest_run(results_dir() / h / profile / "runs", study or ""))
     raise PGLimitsError(f"no single machine with committed {profile!r} results (found {hosts or 'none'})",
                         f"run `make study PROFILE={profile}` and `make results`, or pass --host NAME")
 

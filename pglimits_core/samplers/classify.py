@@ -15,6 +15,11 @@ The rules, in order:
    and the client takes ≥ ``CLIENT_MAJORITY`` of that: the server has headroom it cannot get
    because the harness holds the CPU.
 
+4. **Shared box saturated by someone else** — client + server leave CPU idle, but the machine as
+   a whole was busy (``machine_cpu_pct``: another process, a "busy neighbour", took the rest):
+   no verdict (None), and the reason names the neighbour's share — calling that "idle CPU" would
+   hide that the run competed for the cores.
+
 Anything else is not client-bound (latency-, lock- or I/O-bound, or the offered rate is below
 capacity) and the reason says which figures led there. An embedded engine (SQLite) runs inside
 the workers, so there the question has no answer and the verdict is None.
@@ -52,14 +57,17 @@ def classify_client_bound(
     cores: int,
     client_cores: float | None = None,
     server_cores: float | None = None,
-) -> tuple[bool, str]:
+    machine_cpu_pct_series: Iterable[float | None] | None = None,
+) -> tuple[bool | None, str]:
     """``(client_bound, reason)`` for one measured phase.
 
     ``cores``: logical cores of the box. ``client_cores``: cores the workers can use (default
     ``cores``; pass ``min(workers, cores)`` for single-threaded workers). ``server_cores``: the
-    server's ceiling (default ``cores``; 1 for Redis).
+    server's ceiling (default ``cores``; 1 for Redis). ``machine_cpu_pct_series``: the whole
+    machine's busy CPU in the same seconds (% of one core), when sampled.
     """
     client, server = steady_median(client_cpu_pct_series), steady_median(server_cpu_pct_series)
+    machine = steady_median(machine_cpu_pct_series or [])
     if client is None or server is None:
         return False, "no CPU samples for client or server: cannot tell"
     client_ceiling = 100.0 * min(client_cores or cores, cores)
@@ -72,12 +80,16 @@ def classify_client_bound(
         return False, f"server-bound: server saturated; {figures}"
     if client >= SATURATION * client_ceiling:
         return True, f"client-bound: workers saturated while the server has headroom; {figures}"
-    return _shared_box_verdict(client, server, cores, figures)
+    return _shared_box_verdict(client, server, cores, figures, machine)
 
 
-def _shared_box_verdict(client: float, server: float, cores: int, figures: str) -> tuple[bool, str]:
-    busy = client + server
-    if busy < SATURATION * 100.0 * cores:
+def _shared_box_verdict(client: float, server: float, cores: int, figures: str,
+                        machine: float | None = None) -> tuple[bool | None, str]:
+    busy, capacity = client + server, SATURATION * 100.0 * cores
+    if busy < capacity and machine is not None and machine >= capacity:
+        return None, (f"cannot tell: the box was saturated, {machine - busy:.0f}% of one core by processes "
+                      f"that are neither client nor server (a busy neighbour); {figures}")
+    if busy < capacity:
         return False, f"not CPU-bound: the box has idle CPU; {figures}"
     if client >= CLIENT_MAJORITY * busy:
         return True, f"client-bound: box saturated and the client holds most of it; {figures}"
@@ -119,7 +131,8 @@ def host_frame_verdict(frame: Any, client_workers: int, server_cores: int | None
         return {"client_bound": None, "client_bound_reason": NOT_APPLICABLE_IN_CLIENT, "cpu": cpu}
     bound, reason = classify_client_bound(client, server, cores=cores,
                                           client_cores=min(client_workers, cores),
-                                          server_cores=server_cores)
+                                          server_cores=server_cores,
+                                          machine_cpu_pct_series=None if busy is None else list(busy.dropna()))
     return {"client_bound": bound, "client_bound_reason": reason, "cpu": cpu}
 
 

@@ -5,8 +5,11 @@
   time. ``writers`` closed-loop workers insert one small row per transaction, in three modes:
   ``alone``; ``beside_notify`` (plus one open-loop publisher notifying ``notify_rate``
   messages/s in its own transactions — a fixed rate, so the writers do not just lose CPU to a
-  flat-out publisher); ``notify_in_txn`` (each writer's transaction also notifies: the
-  notify-on-insert trigger pattern). The writers' TPS and p99 are the rows.
+  flat-out publisher); ``txn_without_notify`` (the control: each writer's transaction inserts
+  and then selects a payload of the same size — the same BEGIN/INSERT/SELECT/COMMIT round trips
+  as the next mode, without NOTIFY); ``notify_in_txn`` (each writer's transaction also notifies:
+  the notify-on-insert trigger pattern). The writers' TPS and p99 are the rows; what NOTIFY
+  costs is ``notify_in_txn`` against ``txn_without_notify``, not against ``alone``.
 * The largest payload: each size in ``sizes`` published once; accepted, or the exact error.
 Idle listeners and the stuck subscriber are fan-out points with options (``pubsub.fanout_point``).
 """
@@ -30,7 +33,7 @@ from pglimits_core.studies.runner import Context, RecordedRun
 
 WRITES_TABLE = "pubsub_writes"
 INSERT = f"INSERT INTO {WRITES_TABLE} (payload) VALUES (repeat('w', 64))"
-COMMIT_MODES = ("alone", "beside_notify", "notify_in_txn")
+COMMIT_MODES = ("alone", "txn_without_notify", "notify_in_txn", "beside_notify")
 
 
 def fresh_writes_table(url: str) -> None:
@@ -43,15 +46,18 @@ def fresh_writes_table(url: str) -> None:
 
 
 def commit_point(ctx: Context, v: PubsubVariant, mode: str, writers: int, duration_s: float,
-                 warmup_s: float = 1.0, notify_rate: float = 1000, seed: int = 0) -> RecordedRun:
+                 warmup_s: float = 1.0, notify_rate: float = 1000, seed: int = 0,
+                 repetition: int = 0) -> RecordedRun:
     """``writers`` inserting in ``mode`` (see the module doc); one subscriber listens throughout."""
     if v.server != "postgres" or mode not in COMMIT_MODES:
         raise PGLimitsError(f"commit serialization: {v.label} / {mode!r}",
                             f"a Postgres variant and one of {', '.join(COMMIT_MODES)}")
 
     def roles(common: tuple) -> list[Role]:
-        writer = (PublishOp(*common, batch=v.batch, statement=INSERT) if mode == "notify_in_txn"
-                  else WriteOp(*common, statement=INSERT))
+        if mode == "notify_in_txn":
+            writer = PublishOp(*common, batch=v.batch, statement=INSERT)
+        else:
+            writer = WriteOp(*common, statement=INSERT, control_select=mode == "txn_without_notify")
         found = [subscriber_role(common, 1),
                  Role("writer", writer, workers=writers, loop=ClosedLoop(idle_sleep_s=0), active_phases=PUBLISHING)]
         if mode == "beside_notify":
@@ -60,7 +66,7 @@ def commit_point(ctx: Context, v: PubsubVariant, mode: str, writers: int, durati
         return found
 
     fresh_writes_table(ctx.endpoints[v.server].url)
-    params = {"mode": mode, "writers": writers, "subscribers": 1,
+    params = {"mode": mode, "writers": writers, "subscribers": 1, "repetition": repetition,
               "notify_rate": notify_rate if mode == "beside_notify" else None}
     return run_point(ctx, v, "commit_serialization", roles, params, duration_s, warmup_s, seed)
 

@@ -110,7 +110,7 @@ class PublishOp(PubsubOp):
             return
         if self.statement:
             with self.conn.transaction():
-                self.conn.execute(self.statement)
+                self.conn.execute(self.statement, prepare=True)
                 self._notify(payloads)
             return
         self._notify(payloads)
@@ -235,19 +235,30 @@ class SubscribeOp(PubsubOp):
 
 class WriteOp(PubsubOp):
     """An unrelated small write: one ``statement`` (an INSERT) in autocommit, one transaction
-    per call (the commit-serialization rows' writers; Postgres only)."""
+    per call (the commit-serialization rows' writers; Postgres only). ``control_select``: the
+    transaction is explicit and selects a message-sized payload after the insert — the round
+    trips of insert + ``pg_notify`` in one transaction, without the NOTIFY (the control)."""
 
     name = "write"
 
-    def __init__(self, *args: Any, statement: str, **kwargs: Any):
+    def __init__(self, *args: Any, statement: str, control_select: bool = False, payload_bytes: int = 64,
+                 **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.statement = statement
+        self.statement, self.control_select, self.payload_bytes = statement, control_select, payload_bytes
 
     def open(self) -> None:
         self.conn = self.connect_postgres()
+        self.writer, self.seq = worker_tag("w"), 0
 
     def __call__(self) -> None:
-        self.conn.execute(self.statement, prepare=True)
+        if not self.control_select:
+            self.conn.execute(self.statement, prepare=True)
+            return
+        payload = encode_message(self.writer, self.seq, time.monotonic_ns(), self.payload_bytes)
+        self.seq += 1
+        with self.conn.transaction():
+            self.conn.execute(self.statement, prepare=True)
+            self.conn.execute("SELECT length(%s)", (payload,), prepare=True)
 
     def close(self) -> None:
         self.conn.close()

@@ -28,18 +28,24 @@ def plan(section: Any, profile: Any) -> list[Point]:
     points += [cliff_point(section.cliff, v) for v in chosen(section.cliff, variants)]
     cs = section.commit_serialization
     points += [_point("commit_serialization", v, commit_point, mode=mode, writers=cs.writers,
-                      notify_rate=cs.notify_rate, duration_s=cs.duration_s, warmup_s=cs.warmup_s)
-               for v in chosen(cs, variants) if v.server == "postgres" for mode in COMMIT_MODES]
+                      notify_rate=cs.notify_rate, duration_s=cs.duration_s, warmup_s=cs.warmup_s, repetition=r)
+               for r in rounds(cs) for v in chosen(cs, variants) if v.server == "postgres" for mode in COMMIT_MODES]
     points += [_point("idle_listeners", v, fanout_point, subscribers=il.subscribers, publishers=1, rate=None,
-                      duration_s=il.duration_s, warmup_s=il.warmup_s, idle=idle, experiment="idle_listeners")
-               for il in as_list(section.idle_listeners) for v in chosen(il, variants) for idle in il.idle]
+                      duration_s=il.duration_s, warmup_s=il.warmup_s, idle=idle, experiment="idle_listeners",
+                      extra_params={"repetition": r})
+               for il in as_list(section.idle_listeners) for r in rounds(il) for v in chosen(il, variants)
+               for idle in il.idle]
     st = section.stuck_subscriber
     points += [_point("stuck_subscriber", v, fanout_point, subscribers=st.subscribers, publishers=1, rate=st.rate,
                       duration_s=st.duration_s, warmup_s=st.warmup_s, payload_bytes=st.payload_bytes,
-                      stall_s=st.stall_s, experiment="stuck_subscriber")
-               for v in chosen(st, variants)]
+                      stall_s=st.stall_s, experiment="stuck_subscriber", extra_params={"repetition": r})
+               for r in rounds(st) for v in chosen(st, variants)]
     pl = section.payload_limit
     return points + [_point("payload_limit", v, payload_point, sizes=list(pl.sizes)) for v in chosen(pl, variants)]
+
+
+def rounds(experiment: Any) -> range:
+    return range(experiment.repetitions if experiment is not None else 0)
 
 
 def as_list(experiment: Any) -> list[Any]:

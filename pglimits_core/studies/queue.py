@@ -122,13 +122,17 @@ def read_ledger(ledger: Path, op_name: str) -> list[str]:
 
 
 def read_ledger_batches(ledger: Path, op_name: str) -> list[tuple[int, list[str]]]:
-    """``(wall-clock ns, ids)`` per recorded batch; a line cut short by a kill is skipped (its
-    batch is then "in doubt", as one the worker never wrote)."""
+    """``(wall-clock ns, ids)`` per recorded batch of every worker of ``op_name``."""
+    return [batch for path in sorted(ledger.glob(f"{op_name}-*.ids")) for batch in read_ledger_batches_of(path)]
+
+
+def read_ledger_batches_of(path: Path) -> list[tuple[int, list[str]]]:
+    """One worker's ledger file; a line cut short by a kill is skipped (its batch is then "in
+    doubt", as one the worker never wrote)."""
     batches = []
-    for path in sorted(ledger.glob(f"{op_name}-*.ids")):
-        for line in path.read_text().split("\n")[:-1]:  # the text after the last newline is cut
-            stamp, *ids = line.split(" ")
-            batches.append((int(stamp), ids))
+    for line in path.read_text().split("\n")[:-1]:  # the text after the last newline is cut
+        stamp, *ids = line.split(" ")
+        batches.append((int(stamp), ids))
     return batches
 
 
@@ -138,10 +142,19 @@ def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
 
 
 def exactly_once(adapter, ledger: Path, produced: list[str]) -> dict[str, Any]:
-    """The sweeps' judgement: drain what is left, account every id."""
+    """The sweeps' judgement: drain what is left, account every id; and how the acknowledged
+    messages spread over the consumers (fairness: a batched claim can starve the others)."""
     drained, emptied = drain(adapter)
-    return account(produced + read_ledger(ledger, "enqueue"), read_ledger(ledger, "consume"),
-                   drained, emptied)
+    return {**account(produced + read_ledger(ledger, "enqueue"), read_ledger(ledger, "consume"),
+                      drained, emptied),
+            "consumer_acks": consumer_acks(ledger)}
+
+
+def consumer_acks(ledger: Path) -> dict[str, int]:
+    """Messages each consumer acknowledged over the run (warm-up and window), by worker tag."""
+    return {path.name.removeprefix("consume-").removesuffix(".ids"): sum(len(ids) for _, ids in batches)
+            for path in sorted(ledger.glob("consume-*.ids"))
+            for batches in [read_ledger_batches_of(path)]}
 
 
 def _run_point(ctx: Context, v: QueueVariant, experiment: str, roles_for, phases, params: dict,

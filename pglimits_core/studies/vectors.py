@@ -24,7 +24,12 @@ from pglimits_core.datasets.vectors import VectorSpec, exact_top_k, recall_with_
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load import ClosedLoop, OpenLoop, Phase, Role, RunSpec
 from pglimits_core.record.manifest import new_manifest
-from pglimits_core.record.rundir import RunDirectory, atomic_write_bytes, atomic_write_model, new_run_id
+from pglimits_core.record.rundir import (
+    RunDirectory,
+    atomic_write_bytes,
+    atomic_write_model,
+    new_run_id,
+)
 from pglimits_core.record.summary import Summary
 from pglimits_core.record.timeseries import KEY_COLUMNS
 from pglimits_core.studies import vectors_engines as engines

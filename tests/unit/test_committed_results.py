@@ -26,7 +26,8 @@ def test_readme_results_block_is_exactly_what_the_committed_records_give():
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert readme_results.results_block("full", write=False) in readme, (
         "README's results block is stale: make results (or python -m pglimits_core.analysis.readme_results)")
-    assert f"machine `{committed_host('full')}`" in readme
+    for study in ("queue", "search"):
+        assert f"machine `{committed_host('full', nearest=True, study=study)}`" in readme
 
 
 def test_an_unknown_host_is_a_one_line_error():

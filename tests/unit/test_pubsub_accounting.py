@@ -194,3 +194,41 @@ def test_idle_listeners_may_be_set_per_group_of_variants():
               if p.experiment == "idle_listeners"]
     assert [(p.label, p.params["idle"]) for p in points] == [
         ("pg_notify batch=1", 0), ("pg_notify batch=1", 100), ("redis_publish batch=1", 0), ("redis_publish batch=1", 1000)]
+
+
+def _publisher_row(run_id, rate, p99, lag_p99, status="complete", **extra):
+    return {"run_id": run_id, "status": status, "experiment": "fanout", "variant": "pg_notify batch=1",
+            "subscribers": 10, "publishers": 4, "loop": "open", "rate": rate, "role": "publisher",
+            "published_per_s": 1000.0, "deliveries_per_s": 10000.0, "delivery_p50": 1.0, "delivery_p99": p99,
+            "delivery_p999": p99, "schedule_lag_p99_ms": lag_p99, "delivered": 10, "expected": 10, "lost": 0,
+            "duplicates": 0, "reordered": 0, "sustained": True, "client_bound": False, "other_cpu_pct": 0.0,
+            **extra}
+
+
+def test_a_tail_made_in_the_publisher_is_flagged_lag_dominated_and_failed_runs_are_counted():
+    frame = pd.DataFrame([_publisher_row("a", 1000.0, 10.0, 8.0), _publisher_row("b", 1000.0, 12.0, 9.0),
+                          _publisher_row("c", 1000.0, None, None, status="failed"),
+                          _publisher_row("d", 2000.0, 10.0, 0.2, other_cpu_pct=60.0)])
+    table = all_tables(frame)["fanout"].set_index("rate")
+    assert table.loc[1000.0, "lag_dominated"] and table.loc[1000.0, "runs"] == 2
+    assert table.loc[1000.0, "failed_runs"] == 1  # left out of the medians, not silently
+    assert not table.loc[2000.0, "lag_dominated"] and table.loc[2000.0, "busy_neighbour_runs"] == 1
+
+
+def test_a_payload_limit_with_nothing_refused_is_only_a_lower_bound():
+    from pglimits_core.analysis.pubsub import payload_limit_text
+
+    assert payload_limit_text(1_048_576, None).startswith("≥ 1,048,576")
+    assert payload_limit_text(7999, 8000) == "7,999 ≤ limit < 8,000"
+
+
+def test_notify_in_a_transaction_is_compared_with_its_round_trip_control():
+    rows = [{"run_id": mode, "status": "complete", "experiment": "commit_serialization", "role": "writer",
+             "variant": "pg_notify batch=1", "mode": mode, "workers": 4, "ops_per_s": tps,
+             "service_time_p50_ms": 1.0, "service_time_p99_ms": 2.0, "published": 0, "lost": 0,
+             "client_bound": False}
+            for mode, tps in (("notify_in_txn", 500.0), ("alone", 2000.0), ("txn_without_notify", 1000.0))]
+    table = all_tables(pd.DataFrame(rows))["commit_serialization"].set_index("mode")
+    assert list(table.index) == ["alone", "txn_without_notify", "notify_in_txn"]
+    assert table.loc["notify_in_txn", "tps_vs_txn_without_notify"] == pytest.approx(0.5)
+    assert table.loc["notify_in_txn", "tps_vs_alone"] == pytest.approx(0.25)

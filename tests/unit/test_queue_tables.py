@@ -169,3 +169,19 @@ def test_a_burn_down_that_ran_out_because_it_was_fastest_keeps_the_point_a_lower
     row = table.iloc[0]
     assert row.lower_bound and row.jobs_per_s == 30_188.0 and row.runs == 3
     assert row.jobs_per_s_text == "≥ 30,188 (29,162–30,442; 1 of 3 runs: backlog ran out)"
+
+
+def test_fairness_is_jains_index_over_the_consumers_acks_and_one_consumer_doing_all_scores_1_over_n():
+    from pglimits_core.analysis.queue import consumer_fairness, fairness_table
+
+    assert consumer_fairness({"c0": 10, "c1": 10})["fairness_jain"] == 1.0
+    starved = consumer_fairness({"c0": 100, "c1": 0, "c2": 0, "c3": 0})
+    assert starved["fairness_jain"] == 0.25 and starved["consumer_min_share"] == 0.0
+    assert consumer_fairness({"c0": 10})["fairness_jain"] is None  # one consumer: nothing to share
+    assert consumer_fairness(None)["fairness_jain"] is None  # runs recorded before the counts existed
+    rows = [{**row, **consumer_fairness(acks), "status": "complete", "rate": None}
+            for run_id, acks in (("a", {"c0": 50, "c1": 150}), ("b", {"c0": 100, "c1": 100}))
+            for row in run_rows(run_id, "throughput", 2, 1000.0, 0, variant="sqlite_wal batch=50")]
+    table = fairness_table(frame(rows))
+    assert len(table) == 1 and table.runs.iloc[0] == 2
+    assert table.fairness_jain.iloc[0] == (0.8 + 1.0) / 2 and table.min_jain.iloc[0] == 0.8

@@ -49,6 +49,17 @@ def test_idle_box_is_not_client_bound():
     assert not bound and "idle CPU" in reason
 
 
+def test_box_saturated_by_a_busy_neighbour_is_not_called_idle():
+    # client + server use 70 % of one core, the machine is busy at 190 %: someone else took 120
+    bound, reason = classify_client_bound(series(40.0), series(30.0), cores=2, machine_cpu_pct_series=series(190.0))
+    assert bound is None and "busy neighbour" in reason and "idle CPU" not in reason
+
+
+def test_a_quiet_machine_keeps_the_idle_verdict():
+    bound, reason = classify_client_bound(series(40.0), series(30.0), cores=2, machine_cpu_pct_series=series(75.0))
+    assert bound is False and "idle CPU" in reason
+
+
 def test_no_samples_cannot_tell():
     bound, reason = classify_client_bound([None, math.nan], [10.0], cores=2)
     assert not bound and "cannot tell" in reason

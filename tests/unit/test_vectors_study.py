@@ -11,7 +11,12 @@ import pytest
 
 from pglimits_core.analysis.vectors import all_tables, matched_table, sweep_table
 from pglimits_core.analysis.vectors_difficulty import difficulty, lid_mle, relative_contrast
-from pglimits_core.datasets.vectors import VectorSpec, exact_top_k, generate_vectors, recall_with_ties
+from pglimits_core.datasets.vectors import (
+    VectorSpec,
+    exact_top_k,
+    generate_vectors,
+    recall_with_ties,
+)
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.studies.vectors import check_ef, recall_outcome, score_filtered
 from pglimits_core.studies.vectors_engines import filter_mask, pg_query_sql

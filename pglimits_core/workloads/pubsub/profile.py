@@ -43,6 +43,8 @@ class CommitSerialization(ForVariants):
     notify_rate: PositiveFloat = 1000
     duration_s: PositiveFloat = 3
     warmup_s: PositiveFloat = 1.0
+    #: rounds over every mode / variant (a failure mode is a measurement too: its spread shows)
+    repetitions: PositiveInt = 1
 
 
 class IdleListeners(ForVariants):
@@ -52,6 +54,8 @@ class IdleListeners(ForVariants):
     subscribers: PositiveInt = 1
     duration_s: PositiveFloat = 3
     warmup_s: PositiveFloat = 1.0
+    #: rounds over every mode / variant (a failure mode is a measurement too: its spread shows)
+    repetitions: PositiveInt = 1
 
 
 class StuckSubscriber(ForVariants):
@@ -64,6 +68,8 @@ class StuckSubscriber(ForVariants):
     stall_s: PositiveFloat = 5
     duration_s: PositiveFloat = 8
     warmup_s: PositiveFloat = 1.0
+    #: rounds over every mode / variant (a failure mode is a measurement too: its spread shows)
+    repetitions: PositiveInt = 1
 
     @model_validator(mode="after")
     def stall_inside_the_window(self) -> StuckSubscriber:
