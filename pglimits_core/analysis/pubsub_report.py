@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.report import flag_points
@@ -28,7 +29,9 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
                "ᶜ = client-bound (the Python subscribers, not the server, ran out of CPU: a floor for the server); "
                "ˡ = lag-dominated (the publishers' own schedule lag is at least half the delivery p99: the tail was "
                "made in the publisher, not in delivery); not sustained = the publishers fell below 95 % of the "
-               "offered rate (a stall, not a latency claim). One synchronous publisher waits a round trip per "
+               "offered rate (a stall, not a latency claim); runs \"with CPU unexplained\" = the machine was busier "
+               "than client + server account for (more than 20 % of a core: a neighbour, or processes too short-"
+               "lived for the once-a-second sampler). One synchronous publisher waits a round trip per "
                "message, so flat-out rows with 1 publisher measure that publisher; the rows with more publishers "
                "measure the servers. The two make different promises: a NOTIFY is transactional — delivered only "
                "if and after its transaction commits (here after the commit's WAL flush, `synchronous_commit=on`), "
@@ -131,7 +134,7 @@ def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         lag = "" if row.publisher_lag_p99_ms is None or pd.isna(row.publisher_lag_p99_ms) \
             else f"{row.publisher_lag_p99_ms:.2f}"
         runs = f"{row.runs}" + (f" (+{row.failed_runs} failed)" if row.failed_runs else "") \
-            + (f", {row.busy_neighbour_runs} busy" if row.busy_neighbour_runs else "")
+            + (f", {row.busy_neighbour_runs} with CPU unexplained" if row.busy_neighbour_runs else "")
         rows.append({"variant": row.variant, "subscribers": row.subscribers, "publishers": row.publishers,
                      "offered msg/s": rate, "published/s": row.published_per_s_range,
                      "deliveries/s": f"{row.deliveries_per_s_range}{mark}",
@@ -172,7 +175,7 @@ def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         a = flat[metric].get(pg) if metric in flat else None
         b = flat[metric].get(redis) if metric in flat else None
         ours = a / b if a is not None and b and not pd.isna(a) and not pd.isna(b) else None
-        bound = bool(flat.client_bound.fillna(False).any()) if len(flat) else False
+        bound = any(v is True or v is np.True_ for v in flat.client_bound) if len(flat) else False
         busy = int(flat.busy_neighbour_runs.sum()) if "busy_neighbour_runs" in flat else 0
         rows.append({"source": "pub/sub fan-out ×10 (7 vCPU)", "figure": metric.replace("_", " "),
                      "A / B": f"{pg} / {redis}", "seed A": seed_pg, "seed B": seed_redis,
@@ -186,10 +189,10 @@ def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def verdict(seed: float, ours: float | None, client_bound: bool, busy_runs: int = 0) -> str:
     if ours is None:
         return "not measured on both sides"
-    if busy_runs:
-        return f"inconclusive: a busy neighbour took CPU in {busy_runs} of the runs compared"
     if client_bound:
         return "inconclusive: client-bound (our Python subscribers set the rate, not the servers)"
+    if busy_runs:
+        return f"inconclusive: CPU outside client and server in {busy_runs} of the runs compared"
     if seed / AGREEMENT_SLACK <= ours <= seed * AGREEMENT_SLACK:
         return "agree"
     return "same direction, different size" if (ours > 1) == (seed > 1) else "differ"

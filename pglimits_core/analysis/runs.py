@@ -65,6 +65,7 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             "server_cpu_pct": manifest.get("cpu", {}).get("server_cpu_pct_median"),
             # CPU taken in the same seconds by processes neither client nor server (% of one core)
             "other_cpu_pct": None if over_busy is None else max(0.0, -over_busy),
+            "cores": (manifest.get("cpu") or {}).get("cores"),
             "slo": params.get("slo"), "path": str(path)}
 
 

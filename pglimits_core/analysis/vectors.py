@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pglimits_core.analysis.runs import entry_rows, measured
+from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
 
 TARGETS = (0.90, 0.95, 0.99)
 MIB = 2**20
@@ -28,6 +28,7 @@ _OUTCOME_NESTED = ("lid", "rc", "gap_l2", "gap_ip", "nn_distance", "kth_distance
 
 SWEEP_COLUMNS = ["variant", "ef", "clients", "qps", "qps_min", "qps_max", "runs", "recall_mean",
                  "recall_worst5_mean", "recall_p5", "recall_spread", "rows_min", "p50_ms", "p99_ms",
+                 "server_cpu_ms_per_query", "client_cpu_ms_per_query", "box_cpu_pct", "cores", "unaccounted_cpu_runs",
                  "client_bound"]
 
 
@@ -134,10 +135,47 @@ def sweep_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "qps": group.ops_per_s.median(), "qps_min": group.ops_per_s.min(), "qps_max": group.ops_per_s.max(),
                     "runs": len(group), **got,
                     "p50_ms": _median(group, "service_time_p50_ms"), "p99_ms": _median(group, "service_time_p99_ms"),
-                    "client_bound": any(_true(value) for value in group.client_bound)})
+                    **cpu_per_query(group), "unaccounted_cpu_runs": _unaccounted(group),
+                    "client_bound": _client_bound(trusted(group))})
     table = pd.DataFrame(out, columns=SWEEP_COLUMNS)
     table = table.assign(ef=table.ef.astype("Int64"))  # the exact scan has none
     return table.sort_values(["variant", "clients", "ef"], na_position="first").reset_index(drop=True)
+
+
+def trusted(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs whose CPU split accounts for the machine's busy CPU (no busy neighbour)."""
+    return runs[~runs.other_cpu_pct.map(busy_neighbour)] if "other_cpu_pct" in runs else runs
+
+
+def _client_bound(runs: pd.DataFrame) -> bool | None:
+    """Client-bound in any run; None when no run has a trustworthy CPU split."""
+    return any(_true(value) for value in runs.client_bound) if len(runs) else None
+
+
+def _unaccounted(runs: pd.DataFrame) -> int:
+    return int(runs.other_cpu_pct.map(busy_neighbour).sum()) if "other_cpu_pct" in runs else 0
+
+
+def cpu_per_query(runs: pd.DataFrame) -> dict[str, float | None]:
+    """Server and client CPU per query (ms; each run's median CPU over its QPS, median over the
+    runs) and the box's CPU the two took together (% of one core): on a box the client shares
+    with the server, a heavier client takes CPU the server could have used."""
+    # a run whose machine was busier than client + server explain (a neighbour, or server
+    # processes too short-lived for the sampler to see) has no trustworthy CPU split
+    runs = trusted(runs)
+    qps = pd.to_numeric(runs.ops_per_s, errors="coerce").where(lambda q: q > 0)
+
+    def per_query(column: str) -> float | None:
+        if column not in runs:
+            return None
+        values = (pd.to_numeric(runs[column], errors="coerce") / 100 * 1000 / qps).dropna()
+        return float(values.median()) if len(values) else None
+
+    both = (pd.to_numeric(runs["client_cpu_pct"], errors="coerce") + pd.to_numeric(runs["server_cpu_pct"], errors="coerce")
+            if {"client_cpu_pct", "server_cpu_pct"} <= set(runs.columns) else pd.Series(dtype=float))
+    return {"server_cpu_ms_per_query": per_query("server_cpu_pct"), "client_cpu_ms_per_query": per_query("client_cpu_pct"),
+            "box_cpu_pct": float(both.median()) if both.notna().any() else None,
+            "cores": pd.to_numeric(runs.get("cores"), errors="coerce").max() if "cores" in runs else None}
 
 
 def _recall_by_ef(rows: pd.DataFrame) -> dict[tuple[str, float | None], dict[str, Any]]:
@@ -171,6 +209,10 @@ def matched_table(sweep: pd.DataFrame) -> pd.DataFrame:
                 first = reached.iloc[0]
                 out.append({**row, "ef": first.ef, "recall_mean": first.recall_mean,
                             "recall_worst5_mean": first.recall_worst5_mean, "qps": first.qps,
+                            "qps_min": first.qps_min, "qps_max": first.qps_max,
+                            "server_cpu_ms_per_query": first.server_cpu_ms_per_query,
+                            "client_cpu_ms_per_query": first.client_cpu_ms_per_query,
+                            "box_cpu_pct": first.box_cpu_pct, "cores": first.cores,
                             "qps_text": f"{first.qps:,.0f}" + (" ᶜ" if first.client_bound else "")})
     table = pd.DataFrame(out)
     return _with_ratio(table)

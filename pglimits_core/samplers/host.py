@@ -11,6 +11,7 @@ manifest) live in ``host_facts`` and are re-exported here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,9 @@ class ProcessSnapshot:
     rss_bytes: int
     write_bytes: int | None  # cumulative; None when /proc/<pid>/io is not readable
     write_chars: int | None = None  # cumulative bytes passed to write(); None as above
+    parent_pid: int | None = None
+    #: user + system CPU of the children this process has reaped (cumulative; Linux only)
+    reaped_children_cpu_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -85,11 +89,14 @@ class ProcessReader:
             with process.oneshot():
                 times = process.cpu_times()
                 rss = process.memory_info().rss
+                reaped = getattr(times, "children_user", None)
                 return ProcessSnapshot(
                     (pid, process.create_time()),
                     times.user + times.system,
                     rss,
                     *self._written(process),
+                    parent_pid=process.ppid(),
+                    reaped_children_cpu_seconds=None if reaped is None else reaped + times.children_system,
                 )
         except self.psutil.Error:
             self._processes.pop(pid, None)
@@ -132,9 +139,11 @@ class HostSampler(Sampler):
 
     ``client_pids`` / ``server_pids`` are callables returning the current pids (workers come and
     go; servers fork backends); server pids are expanded with their children. A process is
-    counted from its second sample on: its first interval has no baseline, and a process that
-    exits between samples loses its last partial second — both negligible for long-lived
-    workers and backends, not for a storm of short connections.
+    counted from its second sample on, except one born inside the interval (all its CPU is the
+    interval's). Server processes that exit between samples — Postgres's parallel workers live
+    for one query, a fraction of a second, and are mostly never seen — are counted through the
+    server process that reaped them: its children's CPU counter grows by their whole lifetime,
+    less what earlier samples already counted of those it was seen with.
     """
 
     name = "host"
@@ -145,7 +154,9 @@ class HostSampler(Sampler):
         self.reader = reader or ProcessReader()
         self.counters = CounterRates()
         self._previous_processes: dict[tuple[int, float], ProcessSnapshot] = {}
+        self._previous_servers: dict[tuple[int, float], ProcessSnapshot] = {}
         self._previous_time: float | None = None
+        self._previous_wall: float | None = None
         self._previous_system: SystemSnapshot | None = None
 
     def sample(self, now: float) -> dict[str, Any]:
@@ -157,14 +168,15 @@ class HostSampler(Sampler):
             "client_processes": len(clients),
             "client_cpu_pct": self._cpu_pct(clients, elapsed),
             "server_processes": len(servers),
-            "server_cpu_pct": self._cpu_pct(servers, elapsed),
+            "server_cpu_pct": self._server_cpu_pct(servers, elapsed),
             "server_write_bytes_per_s": self._server_writes(servers, elapsed, "write_bytes"),
             "server_write_chars_per_s": self._server_writes(servers, elapsed, "write_chars"),
             **self._memory(servers),
             **self._system(now),
         }
         self._previous_processes = {snap.key: snap for snap in clients + servers}
-        self._previous_time = now
+        self._previous_servers = {snap.key: snap for snap in servers}
+        self._previous_time, self._previous_wall = now, time.time()
         return row
 
     def _snapshots(self, pids: Iterable[int]) -> list[ProcessSnapshot]:
@@ -177,14 +189,42 @@ class HostSampler(Sampler):
             return None
         return 100.0 * self._summed_delta(snapshots, "cpu_seconds") / elapsed
 
+    def _server_cpu_pct(self, servers: list[ProcessSnapshot], elapsed: float | None) -> float | None:
+        """The server processes' CPU, plus what server processes that exited since the last
+        sample used (see the class doc)."""
+        live = self._cpu_pct(servers, elapsed)
+        if live is None or elapsed is None:
+            return live
+        return max(0.0, live + 100.0 * self._exited_cpu_seconds(servers) / elapsed)
+
+    def _exited_cpu_seconds(self, servers: list[ProcessSnapshot]) -> float:
+        """Growth of the reaped-children counters of server processes, less the CPU already
+        counted of the server processes that vanished with a tracked server process as parent."""
+        reaped = 0.0
+        for snap in servers:
+            previous = self._previous_servers.get(snap.key)
+            if previous is not None:
+                reaped += counter_delta(previous.reaped_children_cpu_seconds, snap.reaped_children_cpu_seconds) or 0.0
+        present = {snap.key for snap in servers}
+        reapers = {snap.key[0] for snap in servers if snap.reaped_children_cpu_seconds is not None}
+        counted = sum(previous.cpu_seconds for key, previous in self._previous_servers.items()
+                      if key not in present and previous.parent_pid in reapers)
+        return reaped - counted
+
     def _summed_delta(self, snapshots: list[ProcessSnapshot], field: str) -> float:
-        """Sum over processes seen last time too of their counter's growth since then."""
+        """Sum over processes seen last time too of their counter's growth since then; a
+        process born inside the interval counts from zero (CPU only: its counters started there)."""
         total = 0.0
         for snap in snapshots:
             previous = self._previous_processes.get(snap.key)
             before = getattr(previous, field) if previous else None
+            if previous is None and field == "cpu_seconds" and self._born_in_interval(snap):
+                before = 0.0
             total += counter_delta(before, getattr(snap, field)) or 0.0
         return total
+
+    def _born_in_interval(self, snap: ProcessSnapshot) -> bool:
+        return self._previous_wall is not None and snap.key[1] > self._previous_wall
 
     def _memory(self, servers: list[ProcessSnapshot]) -> dict[str, int]:
         # The RSS sum counts shared_buffers once per backend that touched them, so it overstates

@@ -84,3 +84,48 @@ def test_the_client_is_exactly_the_load_workers_not_the_servers_this_process_sta
     # stronger than the box's capacity: ours is a part of what the whole machine was busy with
     busy = steady_median(frame.system_cpu_pct * CORES)
     assert cpu["client_plus_server_cpu_pct_median"] <= busy + JITTER_PCT, (cpu, busy)
+
+
+class ParallelScan(PostgresNoop):
+    """A query Postgres runs with parallel workers: processes that live for one query, a
+    fraction of a second, and are mostly gone before the sampler's next reading."""
+
+    def open(self) -> None:
+        super().open()
+        for setting in ("max_parallel_workers_per_gather = 2", "parallel_setup_cost = 0",
+                        "parallel_tuple_cost = 0", "min_parallel_table_scan_size = 0"):
+            self.cursor.execute(f"SET {setting}")
+
+    def __call__(self) -> None:
+        self.cursor.execute("SELECT count(*) FROM pl_parallel_scan WHERE x % 7 = 3")
+        self.cursor.fetchone()
+
+
+def test_short_lived_parallel_workers_are_counted_as_server_cpu(postgres_endpoint):
+    """One client keeps Postgres running parallel scans; the CPU of the workers that came and
+    went between readings must reach the server's figure, so client + server explain the
+    machine's busy CPU (a sampler that misses them leaves most of a core unexplained)."""
+    import psycopg
+
+    with psycopg.connect(postgres_endpoint.url, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS pl_parallel_scan")
+        conn.execute("CREATE TABLE pl_parallel_scan AS SELECT g AS x FROM generate_series(1, 1500000) g")
+        conn.execute("VACUUM ANALYZE pl_parallel_scan")
+    try:
+        host = samplers_for("postgres", postgres_endpoint, None)[0]
+        spec = RunSpec(phases=[Phase("warmup", 0.5, warmup=True), Phase("measure", 4.0)], seed=1,
+                       roles=[Role("client", ParallelScan(postgres_endpoint.url), workers=1,
+                                   loop=ClosedLoop(idle_sleep_s=0))])
+        with SamplerSet([host]) as samplers:
+            result = run_load(spec)
+        assert result.status == "complete", result.error
+        frame = samplers.dataframe()
+        cpu = host_frame_verdict(frame, 1)["cpu"]
+        busy = steady_median(frame.system_cpu_pct * CORES)
+        assert cpu_sum_error(cpu) is None, cpu
+        # the server did most of the work, in processes that lived for one query each
+        assert cpu["server_cpu_pct_median"] > 100.0, (cpu, busy)
+        assert cpu["client_plus_server_over_busy_pct_median"] > -JITTER_PCT - 10.0, (cpu, busy)
+    finally:
+        with psycopg.connect(postgres_endpoint.url, autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS pl_parallel_scan")

@@ -145,3 +145,42 @@ def test_host_id_names_the_machine_for_its_results_directory(model, cores, gib, 
     from pglimits_core.samplers.host_facts import host_id
 
     assert host_id({"cpu_model": model, "logical_cores": cores, "ram_total_bytes": int(gib * 2**30)}) == expected
+
+
+class ReapingReader(FakeReader):
+    """Processes as ``pid -> (cpu_seconds, parent, reaped_children_cpu_seconds, create_time)``."""
+
+    def read_process(self, pid):
+        if pid not in self.processes:
+            return None
+        cpu, parent, reaped, created = self.processes[pid]
+        return ProcessSnapshot((pid, created), cpu, 100, None, None, parent_pid=parent,
+                               reaped_children_cpu_seconds=reaped)
+
+
+def test_server_processes_that_exit_between_samples_are_counted_through_their_parent():
+    # a postmaster (20) with a long backend (21); a parallel worker lives and dies between samples
+    reader = ReapingReader()
+    reader.processes = {20: (1.0, 1, 0.0, 1.0), 21: (2.0, 20, None, 1.0)}
+    reader.children = {20: [21]}
+    sampler = HostSampler(lambda: [], lambda: [20], reader=reader)
+    sampler.sample(0.0)
+    # the backend used 0.2 s; a worker never seen used 0.5 s and was reaped: the counter grew by it
+    reader.processes = {20: (1.0, 1, 0.5, 1.0), 21: (2.2, 20, None, 1.0)}
+    assert sampler.sample(1.0)["server_cpu_pct"] == pytest.approx(70.0)
+    # the backend exits having used 0.1 s more (2.3 in all): only that tail is new
+    reader.processes = {20: (1.0, 1, 0.5 + 2.3, 1.0)}
+    reader.children = {}
+    assert sampler.sample(2.0)["server_cpu_pct"] == pytest.approx(10.0)
+
+
+def test_a_server_process_born_inside_the_interval_counts_from_its_start():
+    import time
+
+    reader = ReapingReader()
+    reader.processes = {20: (1.0, 1, 0.0, 1.0)}
+    sampler = HostSampler(lambda: [], lambda: [20], reader=reader)
+    sampler.sample(0.0)
+    reader.processes[22] = (0.3, 20, None, time.time() + 0.001)  # forked after the first sample
+    reader.children = {20: [22]}
+    assert sampler.sample(1.0)["server_cpu_pct"] == pytest.approx(30.0)

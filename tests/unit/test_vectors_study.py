@@ -214,3 +214,36 @@ def test_the_plan_builds_first_sweeps_in_rounds_and_filters_last():
         plan(VectorsProfile(ef=[4], clients=[1], duration_s=1), profile)
     with pytest.raises(PGLimitsError, match="datasets.vectors"):
         plan(section, SimpleNamespace(name="t", datasets=SimpleNamespace(vectors=None)))
+
+
+def _matched_row(variant, clients, qps, box_cpu_pct, client_ms, server_ms):
+    return {"target_recall": 0.95, "clients": clients, "variant": variant, "ef": 64, "qps": qps,
+            "qps_min": qps * 0.9, "qps_max": qps * 1.1, "box_cpu_pct": box_cpu_pct, "cores": 2,
+            "client_cpu_ms_per_query": client_ms, "server_cpu_ms_per_query": server_ms, "qps_text": f"{qps:,.0f}"}
+
+
+def test_a_rate_on_a_saturated_box_is_no_verdict_and_server_cpu_per_query_is_compared_instead():
+    from pglimits_core.analysis.vectors_report import seed_comparison
+
+    matched = pd.DataFrame([_matched_row("qdrant hnsw", 1, 640, 100.0, 0.45, 1.1),
+                            _matched_row("pgvector hnsw", 1, 360, 100.0, 0.3, 2.5),
+                            _matched_row("qdrant hnsw", 8, 946, 181.0, 0.74, 1.15),
+                            _matched_row("pgvector hnsw", 8, 763, 190.0, 0.3, 2.15)])
+    sweep = pd.DataFrame({"variant": ["qdrant hnsw", "pgvector hnsw"], "recall_mean": [0.995, 0.992]})
+    rows = seed_comparison({"matched": matched, "sweep": sweep}).set_index("figure")
+    eight = rows[rows.index.str.contains("8 clients")].iloc[0]
+    assert eight.verdict.startswith("inconclusive: the 2-core box was saturated")
+    one = rows[rows.index.str.contains("QPS at recall ≥ 0.95 \\(1 client")].iloc[0]
+    assert not one.verdict.startswith("inconclusive") and "ratio over the repetitions" in one.verdict
+    server = rows[rows.index.str.startswith("queries per server CPU-second")].iloc[0]
+    assert server["our ratio A/B"] == pytest.approx(2.5 / 1.1, abs=0.01)
+
+
+def test_runs_with_cpu_the_split_does_not_explain_give_no_cpu_figures_and_no_verdict():
+    from pglimits_core.analysis.vectors import cpu_per_query
+
+    runs = pd.DataFrame({"ops_per_s": [10.0, 10.0], "client_cpu_pct": [5.0, 5.0], "server_cpu_pct": [90.0, 90.0],
+                         "other_cpu_pct": [100.0, 110.0], "client_bound": [False, False]})
+    assert cpu_per_query(runs)["server_cpu_ms_per_query"] is None
+    runs["other_cpu_pct"] = [0.0, 100.0]
+    assert cpu_per_query(runs)["server_cpu_ms_per_query"] == pytest.approx(90.0)
