@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pglimits_core.analysis.queue_backup import BACKUP_CAPTION
 from pglimits_core.analysis.queue_consumer_crash import CONSUMER_CRASH_CAPTION
 from pglimits_core.analysis.report import flag_points
 from pglimits_core.analysis.seed_figures import AGREEMENT_SLACK
@@ -33,13 +34,15 @@ CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down,
             "cliff_points": "Every rate-search probe",
             "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
                         "cache, so 0 lost does not separate durability classes (an OS crash would)",
-            "consumer_crash": CONSUMER_CRASH_CAPTION}
+            "consumer_crash": CONSUMER_CRASH_CAPTION,
+            "backup": BACKUP_CAPTION}
 REFERENCE_CAPTIONS = {
     "resources": "Resources per latency run. Consumers back off 1 ms after each empty claim (an idle poll): "
                  "at low rates most consumer CPU is polling, so CPU µs per message includes it — read it "
                  "beside idle_polls_per_s and idle_polls_per_msg. SQLite busy waits are summed over the load "
                  "workers.",
-    "recovery_drills": "Every crash drill (one row per drill)"}
+    "recovery_drills": "Every crash drill (one row per drill)",
+    "backup_drills": "Every backup/restore drill (one row per drill)"}
 
 
 SEED_NOTES = ["Queue: <b>both sides from one durability class</b> (one row per class measured on both sides; e.g. SQLite <code>synchronous=FULL</code> "
