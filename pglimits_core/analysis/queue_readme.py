@@ -1,5 +1,5 @@
 """The queue study's part of the README results block: one headline row per variant, grouped by
-durability class, the crash drills, the consumer-crash drill."""
+durability class, the crash drills, the consumer-crash drill, the backup/restore drill."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pandas as pd
 
 from pglimits_core.analysis import queue as queue_tables
 from pglimits_core.analysis.queue import any_verdict, flag_set
+from pglimits_core.analysis.queue_backup import backup_lines
 from pglimits_core.analysis.queue_consumer_crash import consumer_crash_lines
 from pglimits_core.analysis.queue_durability import UNKNOWN, label, sort_by_class
 from pglimits_core.analysis.queue_recovery import SIGKILL_NOTE
@@ -25,7 +26,8 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     """How to read it (and where the full tables are), the headline table, then the crash drill
     and consumer-crash blocks."""
     lines = [f"{HOW_TO_READ} {links}", "", headline_table(tables).to_markdown(index=False), ""]
-    return lines + recovery_lines(tables.get("recovery")) + consumer_crash_lines(tables.get("consumer_crash"))
+    return (lines + recovery_lines(tables.get("recovery")) + consumer_crash_lines(tables.get("consumer_crash"))
+            + backup_lines(tables.get("backup")))
 
 
 def _spread_text(row: pd.Series, with_consumers: bool = False) -> str:

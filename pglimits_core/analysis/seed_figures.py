@@ -221,13 +221,15 @@ def comparison_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per seed headline figure and durability class measured on both sides: the seed's A/B ratio,
     ours (computed), and the verdict. A figure with no class measured on both sides gets one row
     that says so, each side shown with its class and the ratio as context, never a verdict."""
+    from pglimits_core.analysis.queue_backup import backup_seed_rows  # it judges by verdict() here
+
     rows = []
     for claim in CLAIMS:
         pairs = [(name, *measured_pair(claim, tables, name)) for name in CLASSES]
         matched = [(name, a, b) for name, a, b in pairs if a and b]
         for name, a, b in matched or [(None, *measured_pair(claim, tables))]:
             rows.append(_comparison_row(claim, name, a, b))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows + backup_seed_rows(tables))
 
 
 def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured | None,

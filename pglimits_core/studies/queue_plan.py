@@ -2,7 +2,8 @@
 
 Repetitions are rounds over every variant (drift on the shared box spreads over all systems);
 the rate searches follow, then the consumer-crash drills (after the sweeps, whose records they
-must not disturb), then the server crash drills last: they kill the servers the others measured.
+must not disturb), then the backup/restore drills (they back up the live servers, so they come
+before the crash drills), then the server crash drills last: they kill the servers the others measured.
 The report's "what could not be run" reads this same plan.
 """
 
@@ -36,6 +37,7 @@ def plan(section: Any, profile: Any) -> list[Point]:
             points += sweep_points(section, v)
     points += [cliff_point(section.cliff, v) for v in variants if section.cliff and section.cliff.includes(v.label)]
     points += consumer_crash_points(section.consumer_crash, variants)
+    points += backup_points(section.backup, variants)
     return points + recovery_points(section.recovery, variants)
 
 
@@ -98,5 +100,24 @@ def recovery_points(spec: Any, variants: list[QueueVariant]) -> list[Point]:
         return lambda run: drill(run.ctx, run.fleet, v, spec.load_s, spec.rate, run.seed, index)
 
     return [Point("recovery", v.label, v.server, {"drill": index, "load_s": spec.load_s, "rate": spec.rate},
+                  call(v, index))
+            for index in range(spec.drills) for v in drilled]
+
+
+def backup_points(spec: Any, variants: list[QueueVariant]) -> list[Point]:
+    """``drills`` rounds over the backed-up variants, each drill its own record (rounds, as the
+    crash drill's, so drift on the shared box spreads over every system)."""
+    from pglimits_core.studies.queue_backup import EXPERIMENT, backed_up_variant, backup_point
+
+    if spec is None:
+        return []
+    drilled = [backed_up_variant(label, variants) for label in spec.variants]
+
+    def call(v: QueueVariant, index: int):
+        return lambda run: backup_point(run.ctx, run.servers, v, spec.queue_messages, spec.rate,
+                                        spec.load_s, run.seed, index)
+
+    return [Point(EXPERIMENT, v.label, v.server,
+                  {"drill": index, "queue_messages": spec.queue_messages, "rate": spec.rate, "load_s": spec.load_s},
                   call(v, index))
             for index in range(spec.drills) for v in drilled]

@@ -72,6 +72,20 @@ class ConsumerCrashDrill(ForVariants):
     drills: PositiveInt = 1
 
 
+class BackupDrill(ForVariants):
+    """Backup/restore drill (``studies.queue_backup``): labels of queue variants (a Postgres,
+    Redis or SQLite design each), the queue's size in messages at the backup (the seeds' mix,
+    ~845 B a payload on average), the producer's and the consumer's rate during the hot backup,
+    seconds of that load before it starts, and drills per variant (each its own run record)."""
+
+    variants: list[str] = Field(min_length=1)
+    #: the drill holds every id in memory and the queue three times on disk: 5M is ~12 GB of disk
+    queue_messages: PositiveInt = Field(20000, le=5_000_000)
+    rate: PositiveFloat = 200
+    load_s: PositiveFloat = 2
+    drills: PositiveInt = 1
+
+
 class QueueProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
@@ -81,3 +95,4 @@ class QueueProfile(Strict):
     cliff: CliffSearch | None = None
     consumer_crash: ConsumerCrashDrill | None = None
     recovery: RecoveryDrill | None = None
+    backup: BackupDrill | None = None

@@ -1,10 +1,11 @@
 """The queue study as a registry entry: Postgres SKIP LOCKED and pgmq vs a Redis reliable queue
-vs a SQLite WAL queue — throughput, steady state, latency at matched rates, the cliff, and the
-consumer and server crash drills."""
+vs a SQLite WAL queue — throughput, steady state, latency at matched rates, the cliff, the
+consumer and server crash drills, and the backup/restore drill."""
 
 from __future__ import annotations
 
 from pglimits_core.analysis.queue import all_tables, queue_frame
+from pglimits_core.analysis.queue_backup import backup_chart, backup_tables
 from pglimits_core.analysis.queue_readme import readme_lines
 from pglimits_core.analysis.queue_report import SEED_NOTES, queue_sections
 from pglimits_core.analysis.seed_figures import comparison_table
@@ -20,6 +21,11 @@ def steady_chart(table):
                "(▲: the producers could not hold the depth — producer-bound, a lower bound)")
 
 
+def queue_tables(frame):
+    """Every queue table, the backup/restore drill's included."""
+    return {**all_tables(frame), **backup_tables(frame)}
+
+
 WORKLOAD = Workload(
     name="queue",
     title="Queue",
@@ -27,13 +33,14 @@ WORKLOAD = Workload(
     section=QueueProfile,
     plan=plan,
     frame=queue_frame,
-    tables=all_tables,
+    tables=queue_tables,
     charts=(Chart("throughput", "queue-consumer-sweep", figures.consumer_sweep_chart, "jobs_per_s"),
             Chart("steady", "queue-steady-state", steady_chart, "jobs_per_s"),
             Chart("latency", "queue-latency", figures.latency_chart, "e2e_p99_ms"),
             Chart("cliff_points", "queue-cliff", figures.cliff_chart, "consumed_per_s"),
             Chart("dead_tuples", "queue-dead-tuples", figures.dead_tuples_chart, "dead_tuples", under="queue_health"),
-            Chart("recovery_drills", "queue-recovery", figures.recovery_chart, "recovery_s")),
+            Chart("recovery_drills", "queue-recovery", figures.recovery_chart, "recovery_s"),
+            Chart("backup", "queue-backup", backup_chart, "backup_s")),
     report_sections=queue_sections,
     readme_lines=readme_lines,
     seed_comparison=comparison_table,
