@@ -27,8 +27,8 @@ def outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
     delivery = outcome.get("delivery") or {}
     others = outcome.get("delivery_others") or {}
     watch = outcome.get("server_watch") or {}
-    return {**{k: outcome.get(k) for k in ("published", "expected", "delivered", "lost", "not_received_by_cutoff",
-                                           "duplicates", "reordered",
+    return {**{k: outcome.get(k) for k in ("published", "published_in_window", "after_run", "expected", "delivered",
+                                           "lost", "not_received_by_cutoff", "duplicates", "reordered",
                                            "unexpected", "before_subscribe", "delivered_ratio", "published_per_s",
                                            "deliveries_per_s", "disconnects")},
             **{f"delivery_{k}": delivery.get(f"{k}_ms") for k in ("p50", "p99", "p999", "max")},
@@ -60,6 +60,15 @@ def _spread(values: pd.Series, digits: int = 2) -> str:
     return f"{values.median():.{digits}f} ({values.min():.{digits}f}–{values.max():.{digits}f})"
 
 
+def verdict_text(values: pd.Series) -> str:
+    """Client-bound over several runs, without hiding the runs that had no verdict."""
+    known = [bool(v) for v in values if v is not None and not pd.isna(v)]
+    parts = [f"yes in {sum(known)} of {len(values)}" if any(known) else "no"] if known else []
+    if len(values) > len(known):
+        parts.append(f"cannot tell in {len(values) - len(known)}")
+    return "; ".join(parts) or "—"
+
+
 def _any(values: pd.Series) -> bool | None:
     known = [bool(v) for v in values if v is not None and not pd.isna(v)]
     return any(known) if known else None
@@ -75,18 +84,25 @@ def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFram
     if pubs.empty:
         return pd.DataFrame()
     pubs["rate"] = _rate_labels(pubs["rate"])
+    pubs = with_achieved_rates(pubs)
     failed = failed_runs(frame, experiment)
     rows = []
     for key, group in pubs.groupby(GROUP, sort=True, dropna=False):
         row = dict(zip(GROUP, key, strict=True))
+        empty = group[~measured_something(group)]
+        group = group[measured_something(group)]
+        if group.empty:
+            continue
         lag_p99 = _median(group, "schedule_lag_p99_ms")
         delivery_p99 = group.delivery_p99.median()
         rows.append({**row, "runs": len(group),
-                     "failed_runs": failed.get((row["variant"], row["subscribers"], row["publishers"], row["rate"]), 0),
-                     "published_per_s": pd.to_numeric(group.published_per_s, errors="coerce").median(),
-                     "published_per_s_range": _spread(group.published_per_s, 0),
-                     "deliveries_per_s": pd.to_numeric(group.deliveries_per_s, errors="coerce").median(),
-                     "deliveries_per_s_range": _spread(group.deliveries_per_s, 0),
+                     "failed_runs": failed.get((row["variant"], row["subscribers"], row["publishers"], row["rate"]), 0)
+                     + len(empty),
+                     "published_per_s": group.achieved_published_per_s.median(),
+                     "published_per_s_range": _spread(group.achieved_published_per_s, 0),
+                     "deliveries_per_s": group.achieved_deliveries_per_s.median(),
+                     "deliveries_per_s_range": _spread(group.achieved_deliveries_per_s, 0),
+                     "behind_at_end_pct": _median(group, "behind_pct"),
                      "delivery_p50_ms": group.delivery_p50.median(), "delivery_p99_ms": delivery_p99,
                      "delivery_p99_range_ms": _spread(group.delivery_p99),
                      "delivery_p999_ms": group.delivery_p999.median(),
@@ -106,6 +122,37 @@ def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFram
                      if "other_cpu_pct" in group else 0,
                      "client_bound": _any(group.client_bound)})
     return pd.DataFrame(rows)
+
+
+#: subscribers still receiving this share of the expected deliveries after the publishers
+#: stopped were behind: the row describes a growing backlog, not a delivery rate
+BEHIND_PCT = 1.0
+
+
+def with_achieved_rates(pubs: pd.DataFrame) -> pd.DataFrame:
+    """Publish and delivery rates as achieved: an open-loop publisher's own achieved rate in
+    the window (messages meant for the window but sent late, in the drain, are not throughput),
+    times the subscribers and the share delivered; closed loop, the window's counts. Plus the
+    share of deliveries that arrived only after the run ended (a backlog)."""
+    outcome_rate = pd.to_numeric(pubs.published_per_s, errors="coerce")
+    achieved = pd.to_numeric(pubs.get("achieved_rate", pd.Series(index=pubs.index, dtype=float)), errors="coerce")
+    batch = pd.to_numeric(pubs.get("batch", pd.Series(1, index=pubs.index)), errors="coerce").fillna(1)
+    open_loop = pubs.loop.eq("open") & achieved.notna()
+    published = outcome_rate.where(~open_loop, achieved * batch)
+    ratio = pd.to_numeric(pubs.delivered_ratio, errors="coerce").fillna(0)
+    deliveries = pd.to_numeric(pubs.deliveries_per_s, errors="coerce").where(
+        ~open_loop, published * pd.to_numeric(pubs.subscribers, errors="coerce") * ratio)
+    expected = pd.to_numeric(pubs.expected, errors="coerce").where(lambda e: e > 0)
+    behind = 100.0 * pd.to_numeric(pubs.get("after_run", pd.Series(0, index=pubs.index)), errors="coerce") / expected
+    return pubs.assign(achieved_published_per_s=published, achieved_deliveries_per_s=deliveries, behind_pct=behind)
+
+
+def measured_something(runs: pd.DataFrame) -> pd.Series:
+    """A run with no message meant for its window (all published in the warm-up) measured
+    nothing: it is counted with the failed runs, never as a rate of 0."""
+    if "published_in_window" not in runs:
+        return pd.Series(True, index=runs.index)
+    return pd.to_numeric(runs.published_in_window, errors="coerce").fillna(1) > 0
 
 
 def _rate_labels(rates: pd.Series) -> pd.Series:
@@ -168,10 +215,14 @@ def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
     for _, row in pubs.iterrows():
         slo = Slo(**row.slo) if isinstance(row.slo, dict) else Slo(p99_bound_us=float("inf"))
         failed = slo.failure(point_result(row.outcome, row.rate)) if row.outcome else "no outcome"
+        lag = row.get("schedule_lag_p99_ms")
+        lagged = lag_dominated(lag, row.delivery_p99)
         rows.append({"variant": row.variant, "subscribers": row.subscribers, "offered_rate": row.rate,
                      "deliveries_per_s": row.deliveries_per_s, "delivery_p99_ms": row.delivery_p99,
-                     "delivered_ratio": row.delivered_ratio, "p99_bound_ms": slo.p99_bound_us / 1000,
-                     "passed": failed is None, "failed": failed or "",
+                     "publisher_lag_p99_ms": lag, "delivered_ratio": row.delivered_ratio,
+                     "p99_bound_ms": slo.p99_bound_us / 1000, "passed": failed is None,
+                     "failed": (failed or "") + (" — lag-dominated: the publishers fell behind" if failed and lagged else ""),
+                     "cpu_unexplained": busy_neighbour(row.get("other_cpu_pct")),
                      "client_bound": row.client_bound})
     return pd.DataFrame(rows).sort_values(["variant", "offered_rate"]).reset_index(drop=True)
 
@@ -188,7 +239,8 @@ def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
                      "sustainable_rate": sustainable_rate(verdicts),
                      "first_failure": failed.offered_rate.min() if len(failed) else None,
                      "why": failed.sort_values("offered_rate").failed.iloc[0] if len(failed) else "",
-                     "probes": len(group), "client_bound": _any(group.client_bound)})
+                     "probes": len(group), "probes_cpu_unexplained": int(group.cpu_unexplained.sum()),
+                     "client_bound": verdict_text(group.client_bound)})
     return pd.DataFrame(rows)
 
 
@@ -243,7 +295,10 @@ def stuck_table(frame: pd.DataFrame) -> pd.DataFrame:
     for _, row in pubs.iterrows():
         per = {s["subscriber"]: s["lost"] for s in row.outcome.get("per_subscriber", [])}
         errors = row.outcome.get("subscriber_errors") or {}
+        achieved = row.get("achieved_rate")
         rows.append({"variant": row.variant, "stall_s": row.stall_s, "rate": row.rate,
+                     "achieved_rate": achieved, "sustained": row.get("sustained"),
+                     "publisher_lag_p99_ms": row.get("schedule_lag_p99_ms"),
                      "payload_bytes": row.payload_bytes, "subscribers": row.subscribers,
                      "stuck_lost": per.get("s0"), "others_lost": sum(v for k, v in per.items() if k != "s0"),
                      "others_p99_ms": row.others_p99, "disconnects": row.disconnects,

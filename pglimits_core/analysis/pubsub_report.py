@@ -31,24 +31,33 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
                "made in the publisher, not in delivery); not sustained = the publishers fell below 95 % of the "
                "offered rate (a stall, not a latency claim); runs \"with CPU unexplained\" = the machine was busier "
                "than client + server account for (more than 20 % of a core: a neighbour, or processes too short-"
-               "lived for the once-a-second sampler). One synchronous publisher waits a round trip per "
-               "message, so flat-out rows with 1 publisher measure that publisher; the rows with more publishers "
-               "measure the servers. The two make different promises: a NOTIFY is transactional — delivered only "
-               "if and after its transaction commits (here after the commit's WAL flush, `synchronous_commit=on`), "
-               "held in a queue of 8 GB on disk for listeners that fall behind; a PUBLISH is fire-and-forget — "
-               "no transaction, nothing persisted, a subscriber that is not connected (or is dropped at its "
-               "output-buffer limit) misses the message for good. Neither keeps a message for a listener that "
-               "was not listening.")
+               "lived for the once-a-second sampler); ᵇ = behind: subscribers were still receiving ≥ 1 % of the "
+               "messages after the publishers stopped — a growing backlog, not a delivery rate. Open-loop rows count "
+               "what the publishers achieved in the window (late sends are not throughput). One synchronous "
+               "publisher waits for each publish (for Postgres a transaction: an xid and a commit flushed to the "
+               "WAL), so flat-out rows with 1 publisher measure that publisher; 4 publishers remove that cap, but on "
+               "2 cores shared with 10 Python subscribers they are still client-bound (ᶜ): there the servers' own "
+               "cost, server CPU ms per 1,000 deliveries, is the figure that compares. The two make different "
+               "promises: a NOTIFY is transactional — delivered only if and after its transaction commits (here "
+               "after the commit's WAL flush, `synchronous_commit=on`) — and held for listeners that fall behind "
+               "in one queue shared by every listener (8 GB in PostgreSQL's documentation, not measured here: one "
+               "stuck listener pins it for all, and when it is full NOTIFY fails at commit); a PUBLISH is "
+               "fire-and-forget — no transaction, nothing persisted, a subscriber that is not connected (or is "
+               "dropped at its output-buffer limit) misses the message for good. Neither keeps a message for a "
+               "listener that was not listening.")
 
 CAPTIONS = {
     "fanout": "Fan-out: published/s, deliveries/s and delivery latency per subscriber count; open-loop rates and "
               "flat out (closed loop). Medians over repetitions; delivered/expected over every run",
     "cliff": "The ceiling at the fan-out shown: highest publish rate with everything delivered and delivery p99 under "
-             "the bound (repeated probes near the edge)",
+             "the bound (repeated probes near the edge). A failure marked lag-dominated was the publishers falling "
+             "behind on a box shared with the subscribers: the harness's ceiling here, not the server's",
     "commit_serialization": "Commit serialization (Postgres): single-row writers alone; in an explicit "
                             "transaction that also selects a message-sized value (the control: the same round "
                             "trips); notifying in that transaction; and beside a separate NOTIFY publisher. What "
-                            "NOTIFY costs is notify_in_txn against txn_without_notify",
+                            "NOTIFY costs is notify_in_txn against txn_without_notify (which also pays for delivering its notifications "
+                            "to the listener on the same 2 cores). NOTIFY's commit lock would cap notifying commits "
+                            "near one per WAL flush; the rates here stay below that, so the lock is not shown to bind",
     "idle_listeners": "Flat-out publishing with idle listeners on other channels",
     "stuck_subscriber": "A stuck subscriber (subscriber 0 stops reading; Postgres: inside an open transaction). "
                         "queue_full_in_s_extrapolated: when the Postgres notification queue would be full at the "
@@ -137,16 +146,23 @@ def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             + (f", {row.busy_neighbour_runs} with CPU unexplained" if row.busy_neighbour_runs else "")
         rows.append({"variant": row.variant, "subscribers": row.subscribers, "publishers": row.publishers,
                      "offered msg/s": rate, "published/s": row.published_per_s_range,
-                     "deliveries/s": f"{row.deliveries_per_s_range}{mark}",
+                     "deliveries/s": f"{row.deliveries_per_s_range}{mark}" + (" ᵇ" if _behind(row) else ""),
+                     "server CPU ms / 1k deliveries": "" if pd.isna(row.server_cpu_ms_per_1k) else f"{row.server_cpu_ms_per_1k:.1f}",
                      "delivery p99 ms": row.delivery_p99_range_ms + (" ˡ" if row.lag_dominated else ""),
                      "publisher lag p99 ms": lag, "delivered/expected": f"{row.delivered}/{row.expected}",
                      "runs": runs})
     return pd.DataFrame(rows)
 
 
+def _behind(row) -> bool:
+    from pglimits_core.analysis.pubsub import BEHIND_PCT
+
+    return row.behind_at_end_pct is not None and not pd.isna(row.behind_at_end_pct) and row.behind_at_end_pct >= BEHIND_PCT
+
+
 def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     lines = [f"{HOW_TO_READ} {links}", "", headline(tables).to_markdown(index=False), ""]
-    for key in ("cliff", "commit_serialization", "payload_limit"):
+    for key in ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit"):
         table = tables.get(key)
         if table is not None and not table.empty:
             lines += [f"{CAPTIONS[key]}:", "", table.to_markdown(index=False), ""]

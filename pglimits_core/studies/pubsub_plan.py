@@ -38,10 +38,15 @@ def plan(section: Any, profile: Any) -> list[Point]:
     st = section.stuck_subscriber
     points += [_point("stuck_subscriber", v, fanout_point, subscribers=st.subscribers, publishers=1, rate=st.rate,
                       duration_s=st.duration_s, warmup_s=st.warmup_s, payload_bytes=st.payload_bytes,
-                      stall_s=st.stall_s, experiment="stuck_subscriber", extra_params={"repetition": r})
-               for r in rounds(st) for v in chosen(st, variants)]
+                      stall_s=stall, experiment="stuck_subscriber", extra_params={"repetition": r})
+               for r in rounds(st) for v in chosen(st, variants) for stall in stalls(st)]
     pl = section.payload_limit
     return points + [_point("payload_limit", v, payload_point, sizes=list(pl.sizes)) for v in chosen(pl, variants)]
+
+
+def stalls(stuck: Any) -> list[float]:
+    """The stall, and 0 (nobody stuck, the same load) as its control."""
+    return [stuck.stall_s, 0.0] if stuck.control else [stuck.stall_s]
 
 
 def rounds(experiment: Any) -> range:

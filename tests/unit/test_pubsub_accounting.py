@@ -201,6 +201,7 @@ def _publisher_row(run_id, rate, p99, lag_p99, status="complete", **extra):
             "subscribers": 10, "publishers": 4, "loop": "open", "rate": rate, "role": "publisher",
             "published_per_s": 1000.0, "deliveries_per_s": 10000.0, "delivery_p50": 1.0, "delivery_p99": p99,
             "delivery_p999": p99, "schedule_lag_p99_ms": lag_p99, "delivered": 10, "expected": 10, "lost": 0,
+            "delivered_ratio": 1.0, "achieved_rate": rate, "published_in_window": 10, "after_run": 0,
             "duplicates": 0, "reordered": 0, "sustained": True, "client_bound": False, "other_cpu_pct": 0.0,
             **extra}
 
@@ -232,3 +233,22 @@ def test_notify_in_a_transaction_is_compared_with_its_round_trip_control():
     assert list(table.index) == ["alone", "txn_without_notify", "notify_in_txn"]
     assert table.loc["notify_in_txn", "tps_vs_txn_without_notify"] == pytest.approx(0.5)
     assert table.loc["notify_in_txn", "tps_vs_alone"] == pytest.approx(0.25)
+
+
+def test_open_loop_rows_count_what_the_publishers_achieved_and_empty_windows_are_no_measurement():
+    late = _publisher_row("a", 4000.0, 10.0, 1.0, achieved_rate=1500.0, published_per_s=2000.0,
+                          after_run=5, expected=100)
+    empty = _publisher_row("b", 4000.0, None, None, published_in_window=0, published_per_s=0.0)
+    table = all_tables(pd.DataFrame([late, empty]))["fanout"].iloc[0]
+    assert table.published_per_s == 1500.0  # sent late, in the drain, is not throughput
+    assert table.deliveries_per_s == 1500.0 * 10
+    assert table.runs == 1 and table.failed_runs == 1  # the empty window counts as no measurement
+    assert table.behind_at_end_pct == 5.0
+
+
+def test_a_ceiling_failure_made_in_the_publisher_says_so_and_unknown_verdicts_are_not_hidden():
+    from pglimits_core.analysis.pubsub import verdict_text
+
+    assert verdict_text(pd.Series([True, None, False])) == "yes in 1 of 3; cannot tell in 1"
+    assert verdict_text(pd.Series([None, None])) == "cannot tell in 2"
+    assert verdict_text(pd.Series([False])) == "no"

@@ -66,6 +66,8 @@ class StuckSubscriber(ForVariants):
     rate: PositiveFloat = 2000
     payload_bytes: PositiveInt = 4000
     stall_s: PositiveFloat = 5
+    #: also run the same load with nobody stuck: what the others' latency is without the stall
+    control: bool = True
     duration_s: PositiveFloat = 8
     warmup_s: PositiveFloat = 1.0
     #: rounds over every mode / variant (a failure mode is a measurement too: its spread shows)
