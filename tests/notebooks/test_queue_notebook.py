@@ -26,7 +26,7 @@ def test_queue_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
                                cwd=str(NOTEBOOKS_DIR), progress_bar=False)
     records = finished_runs(runs)
     manifests = [json.loads((p / "manifest.json").read_text()) for p in records]
-    assert {"throughput", "steady", "latency", "cliff", "recovery", "consumer_crash"} <= {m["params"]["experiment"] for m in manifests}
+    assert {"throughput", "steady", "latency", "cliff", "recovery", "consumer_crash", "backup"} <= {m["params"]["experiment"] for m in manifests}
     assert {m["system"] for m in manifests} == {"pg_delete", "redis_reliable", "sqlite_wal"}
     for manifest in manifests:
         assert manifest["status"] == "complete", manifest["error"]
@@ -36,6 +36,12 @@ def test_queue_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
             # persistence) is reported as losing them, not asserted to keep them
             assert outcome["confirmed"] > 0 and (outcome["lost"] == 0 or not outcome["durable_config"])
             assert manifest["servers"] and manifest["harness_ceiling"]["ops_per_s"] > 0
+            continue
+        if manifest["params"]["experiment"] == "backup":
+            # the backup/restore drill: nothing confirmed before the backup lost, nothing
+            # acknowledged before it back, every restored id once
+            assert outcome["confirmed_before_backup"] > 0 and outcome["restored_messages"] > 0
+            assert outcome["lost"] == 0 and outcome["acked_reappeared"] == 0 and outcome["duplicates"] == 0
             continue
         if manifest["params"]["experiment"] == "consumer_crash" and outcome["guarantee"] == "at-most-once":
             # delete-mode: the batch the killed consumer held is gone by design, and nothing more
@@ -50,6 +56,7 @@ def test_queue_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
     latency_md = (tables / "queue-latency.md").read_text()
     assert latency_md.count("batch=1") == 3 and "claim_p99_ms" in latency_md and "e2e_p99_ms" in latency_md
     assert (tables / "queue-recovery.md").read_text().count("batch=1") == 3
+    assert (tables / "queue-backup.md").read_text().count("batch=1") == 3
     # each chart is displayed under its table: the executed notebook carries them as images
     executed = json.loads((tmp_path / "out.ipynb").read_text())
     images = [out for cell in executed["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
