@@ -213,7 +213,7 @@ def _pair(table: pd.DataFrame, column: str, durability_class: str | None):
 
 
 def _seed_row(figure: str, durability_class: str | None, seed_a, seed_b, a, b) -> dict:
-    from pglimits_core.analysis.seed_figures import verdict
+    from pglimits_core.analysis.seed_figures import SEED_000_DURABILITY, verdict
 
     low, high = seed_a[0] / seed_b[1], seed_a[1] / seed_b[0]
     column = "backup_s" if figure.startswith("hot backup") else "restore_to_first_claim_s"
@@ -224,12 +224,13 @@ def _seed_row(figure: str, durability_class: str | None, seed_a, seed_b, a, b) -
                   f"B {label(b.durability_class)}); the ratio is context only")
     return {"source": SEED_SOURCE, "figure": f"queue {figure}",
             "durability class (ours, both sides)": label(durability_class) if durability_class else "—",
-            "A / B": "SQLite WAL / Postgres", "seed durability": "SQLite synchronous=NORMAL vs Postgres (per commit)",
+            "A / B": "SQLite WAL / Postgres", "seed durability": SEED_000_DURABILITY,
             "seed A": _seed_text(seed_a), "seed B": _seed_text(seed_b),
             "seed ratio A/B": f"≤ {high:.3f}×" if low == 0 else f"{low:.3f}×",
             "ours A": _ours_text(a, column), "ours B": _ours_text(b, column),
             "our ratio A/B": None if ratio is None else round(ratio, 3),
-            "verdict": f"{judged}; sizes differ: the seed's {SEED_SIZE}, ours {_size_text(a)} vs {_size_text(b)}"}
+            "verdict": judged + (f"; sizes differ: the seed's {SEED_SIZE}, ours {_size_text(a)} vs {_size_text(b)}"
+                                 if a is not None or b is not None else "")}
 
 
 def _seed_text(value: tuple[float, float]) -> str:
