@@ -35,7 +35,11 @@ CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down,
             "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
                         "cache, so 0 lost does not separate durability classes (an OS crash would)",
             "consumer_crash": CONSUMER_CRASH_CAPTION,
-            "backup": BACKUP_CAPTION}
+            "backup": BACKUP_CAPTION,
+            "fairness": "Fairness: how evenly the consumers shared the acknowledged messages, per run (warm-up and "
+                        "window): Jain's index (1 = equal shares, 1/n = one consumer did everything) and the "
+                        "least / most a consumer did as a share of the mean; medians over the runs. Batched claims "
+                        "(50 per claim) are said to cost fairness: compare with batch 1 of the same system"}
 REFERENCE_CAPTIONS = {
     "resources": "Resources per latency run. Consumers back off 1 ms after each empty claim (an idle poll): "
                  "at low rates most consumer CPU is polling, so CPU µs per message includes it — read it "
