@@ -148,11 +148,16 @@ def with_achieved_rates(pubs: pd.DataFrame) -> pd.DataFrame:
 
 
 def measured_something(runs: pd.DataFrame) -> pd.Series:
-    """A run with no message meant for its window (all published in the warm-up) measured
-    nothing: it is counted with the failed runs, never as a rate of 0."""
-    if "published_in_window" not in runs:
-        return pd.Series(True, index=runs.index)
-    return pd.to_numeric(runs.published_in_window, errors="coerce").fillna(1) > 0
+    """A run with no message meant for its window (all published in the warm-up), or whose
+    open-loop publishers sent nothing on time in it (stalled), measured nothing: it is counted
+    with the failed runs, never as a rate of 0."""
+    kept = pd.Series(True, index=runs.index)
+    if "published_in_window" in runs:
+        kept &= pd.to_numeric(runs.published_in_window, errors="coerce").fillna(1) > 0
+    if "achieved_rate" in runs and "loop" in runs:
+        stalled = runs.loop.eq("open") & pd.to_numeric(runs.achieved_rate, errors="coerce").eq(0)
+        kept &= ~stalled
+    return kept
 
 
 def _rate_labels(rates: pd.Series) -> pd.Series:
@@ -301,9 +306,12 @@ def stuck_table(frame: pd.DataFrame) -> pd.DataFrame:
                      "publisher_lag_p99_ms": row.get("schedule_lag_p99_ms"),
                      "payload_bytes": row.payload_bytes, "subscribers": row.subscribers,
                      "stuck_lost": per.get("s0"), "others_lost": sum(v for k, v in per.items() if k != "s0"),
-                     "others_p99_ms": row.others_p99, "disconnects": row.disconnects,
+                     "others_p99_ms": row.others_p99,
+                     "others_p99_lag_dominated": lag_dominated(row.get("schedule_lag_p99_ms"), row.others_p99),
+                     "disconnects": row.disconnects,
                      "max_queue_usage": row.max_queue_usage,
-                     "queue_full_in_s_extrapolated": queue_full_in_s((row.outcome.get("server_watch") or {}).get("samples", [])),
+                     "queue_full_in_s_extrapolated": queue_full_in_s((row.outcome.get("server_watch") or {}).get("samples", []))
+                     if row.stall_s else None,
                      "max_omem_bytes": row.max_omem_bytes,
                      "subscriber_error": "; ".join(f"{k}: {v}" for k, v in errors.items()),
                      "limit": (row.outcome.get("limits") or {}).get("client-output-buffer-limit", "")})

@@ -26,7 +26,7 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
                "`batch=n` = a pipeline of n). Subscribers are load workers listening before the first publish; "
                "delivery latency runs from each message's *intended* publish time to its receipt; every "
                "delivery is accounted per publisher and sequence number (lost, duplicated, reordered). "
-               "ᶜ = client-bound (the Python subscribers, not the server, ran out of CPU: a floor for the server); "
+               "ᶜ = client-bound (the Python clients — publishers and subscribers — not the server, ran out of CPU: a floor for the server); "
                "ˡ = lag-dominated (the publishers' own schedule lag is at least half the delivery p99: the tail was "
                "made in the publisher, not in delivery); not sustained = the publishers fell below 95 % of the "
                "offered rate (a stall, not a latency claim); runs \"with CPU unexplained\" = the machine was busier "
@@ -37,7 +37,8 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
                "publisher waits for each publish (for Postgres a transaction: an xid and a commit flushed to the "
                "WAL), so flat-out rows with 1 publisher measure that publisher; 4 publishers remove that cap, but on "
                "2 cores shared with 10 Python subscribers they are still client-bound (ᶜ): there the servers' own "
-               "cost, server CPU ms per 1,000 deliveries, is the figure that compares. The two make different "
+               "cost, server CPU ms per 1,000 deliveries, is the figure that compares — between the systems at the "
+               "same point only (it depends on the load: idle cost weighs on low rates). The two make different "
                "promises: a NOTIFY is transactional — delivered only if and after its transaction commits (here "
                "after the commit's WAL flush, `synchronous_commit=on`) — and held for listeners that fall behind "
                "in one queue shared by every listener (8 GB in PostgreSQL's documentation, not measured here: one "
@@ -51,7 +52,8 @@ CAPTIONS = {
               "flat out (closed loop). Medians over repetitions; delivered/expected over every run",
     "cliff": "The ceiling at the fan-out shown: highest publish rate with everything delivered and delivery p99 under "
              "the bound (repeated probes near the edge). A failure marked lag-dominated was the publishers falling "
-             "behind on a box shared with the subscribers: the harness's ceiling here, not the server's",
+             "behind on a box shared with the subscribers: the harness's ceiling here, not the server's. Rates within a "
+             "probe step or two of each other, with probes that passed and failed at the same rate, cannot be told apart",
     "commit_serialization": "Commit serialization (Postgres): single-row writers alone; in an explicit "
                             "transaction that also selects a message-sized value (the control: the same round "
                             "trips); notifying in that transaction; and beside a separate NOTIFY publisher. What "
@@ -61,7 +63,9 @@ CAPTIONS = {
     "idle_listeners": "Flat-out publishing with idle listeners on other channels",
     "stuck_subscriber": "A stuck subscriber (subscriber 0 stops reading; Postgres: inside an open transaction). "
                         "queue_full_in_s_extrapolated: when the Postgres notification queue would be full at the "
-                        "growth measured during the stall (a straight-line extrapolation, not observed)",
+                        "growth measured during the stall (a straight-line extrapolation, not observed). stall_s 0 is the control: the "
+                        "same load with nobody stuck. When others_p99_lag_dominated, the others' p99 is the single "
+                        "publisher's own schedule lag (it could not hold the rate), and says nothing about the stall",
     "payload_limit": "The largest payload each accepts among the sizes tried (the exact error of the first size "
                      "refused; with none refused the limit is only bounded below)",
 }
@@ -173,9 +177,10 @@ SEED = {"published_per_s": (11_700, 14_200), "delivery_p99_ms": (2.0, 1.7)}
 SEED_NOTES = ["Pub/sub: the source measured fan-out ×10 on 7 vCPU: Postgres ~11.7k messages/s published (117k "
               "deliveries/s), p99 2.0 ms; Redis ~14.2k/142k, p99 1.7 ms. Ours: flat out (closed loop) at fan-out "
               "10 with the most publishers measured, one publish per transaction vs one PUBLISH per round trip, on "
-              "this box's 2 cores shared by publishers, 10 Python subscribers and the server: the ratio "
-              "Postgres/Redis is what compares, not the absolute rates. A flat-out p99 is a closed-loop service "
-              "figure (no schedule), the source's the same."]
+              "this box's 2 cores shared by publishers, 10 Python subscribers and the server. Only a ratio from "
+              "points where the servers, not our clients, set the rate would compare with the source's; where our "
+              "clients are the limit (client-bound) the verdict says so and no ratio is judged. Our flat-out p99 "
+              "is that of a saturated closed loop, not comparable with the source's 2.0 / 1.7 ms."]
 
 
 def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

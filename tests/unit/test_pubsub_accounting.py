@@ -252,3 +252,10 @@ def test_a_ceiling_failure_made_in_the_publisher_says_so_and_unknown_verdicts_ar
     assert verdict_text(pd.Series([True, None, False])) == "yes in 1 of 3; cannot tell in 1"
     assert verdict_text(pd.Series([None, None])) == "cannot tell in 2"
     assert verdict_text(pd.Series([False])) == "no"
+
+
+def test_an_open_loop_publisher_that_sent_nothing_on_time_is_no_measurement():
+    stalled = _publisher_row("s", 1000.0, 4900.0, 4900.0, achieved_rate=0.0, published_in_window=100)
+    kept = _publisher_row("k", 1000.0, 10.0, 1.0)
+    row = all_tables(pd.DataFrame([stalled, kept]))["fanout"].iloc[0]
+    assert row.runs == 1 and row.failed_runs == 1 and row.published_per_s == 1000.0

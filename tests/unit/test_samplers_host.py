@@ -184,3 +184,14 @@ def test_a_server_process_born_inside_the_interval_counts_from_its_start():
     reader.processes[22] = (0.3, 20, None, time.time() + 0.001)  # forked after the first sample
     reader.children = {20: [22]}
     assert sampler.sample(1.0)["server_cpu_pct"] == pytest.approx(30.0)
+
+
+def test_the_machines_cpu_time_comes_from_the_exact_cgroup_counter_when_there_is_one(tmp_path):
+    from pglimits_core.samplers.host import cgroup_cpu_seconds
+
+    v1, v2 = tmp_path / "cpuacct.usage", tmp_path / "cpu.stat"
+    v1.write_text("2500000000\n")
+    v2.write_text("usage_usec 1500000\nuser_usec 1000000\n")
+    assert cgroup_cpu_seconds(((str(tmp_path / "missing"), None, 1e-9), (str(v1), None, 1e-9))) == 2.5
+    assert cgroup_cpu_seconds(((str(v2), "usage_usec", 1e-6),)) == 1.5
+    assert cgroup_cpu_seconds(((str(tmp_path / "missing"), None, 1e-9),)) is None  # /proc/stat then
