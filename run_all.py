@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import time
@@ -133,8 +134,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run_all: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        stop_what_is_left()
         print("run_all: interrupted; the notebook's servers were stopped", file=sys.stderr)
         return 130
+
+
+def stop_what_is_left() -> None:
+    """After an interrupt: give the kernels the time to stop their servers themselves, then stop
+    whatever of this run is still there (a kernel killed while stopping leaves its servers)."""
+    import psutil
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this cleanup short
+    psutil.wait_procs(psutil.Process().children(), timeout=ownership.STOP_GRACE_S)
+    found = ownership.stop_owned(ownership.process_id(os.getpid()))
+    if found:
+        print(f"run_all: stopped what the interrupted notebook left: {', '.join(sorted({t.name for t in found}))}",
+              file=sys.stderr, flush=True)
 
 
 def stop_orphans() -> None:

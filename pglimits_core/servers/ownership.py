@@ -211,6 +211,24 @@ def stop_orphans(checkout: str | None = None, grace_s: float = STOP_GRACE_S) -> 
     return found
 
 
+def stop_owned(owner: str, grace_s: float = STOP_GRACE_S) -> list[Tracked]:
+    """Stop what ``owner`` (a live process about to exit, e.g. an interrupted ``run_all.py``)
+    still has running — its kernel may have been killed while it was stopping its servers —
+    except servers handed over by ``servers up --detach``; returns what was found."""
+    from pglimits_core.servers.process import stop_process_group
+
+    handed_over = detached_pids()
+    found = [t for t in checkout_processes() if t.owner == owner and t.pid not in handed_over]
+    clients = [p for p in (_process(t.pid) for t in found if not t.server) if p is not None]
+    for process in clients:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(clients, timeout=5)
+    for server in (t for t in found if t.server):
+        stop_process_group(server.pid, grace_s=grace_s)
+    return found
+
+
 def _process(pid: int) -> psutil.Process | None:
     try:
         return psutil.Process(pid)

@@ -476,7 +476,7 @@ def open_backup_run(ctx: Context, v: QueueVariant, params: dict[str, Any], seed:
 def backup_and_restore(ctx: Context, servers: dict[str, Any], v: QueueVariant, kind: Any,
                        queue_messages: int, rate: float, load_s: float, seed: int) -> dict[str, Any]:
     server = servers.get(v.server)
-    if server is None:
+    if server is None or ctx.endpoints[v.server].external:
         raise RuntimeError(f"{v.server} is not a server this study started (attached or unavailable): "
                            "the drill backs up its files, so it needs the server it started")
     url = ctx.endpoints[v.server].url
