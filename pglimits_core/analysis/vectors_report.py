@@ -206,7 +206,7 @@ def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def qps_row(qd: pd.Series, pg: pd.Series, clients: int, seed: float) -> dict:
     ours = qd.qps / pg.qps if pg.qps else None
     spread = _ratio_range(qd, pg)
-    cores = int(max(_num(qd.get("cores")), _num(pg.get("cores")), 1, key=lambda v: 0 if pd.isna(v) else v))
+    cores = int(max([c for c in (_num(qd.get("cores")), _num(pg.get("cores"))) if not pd.isna(c)], default=1))
     busy = [v for v in (_num(qd.get("box_cpu_pct")), _num(pg.get("box_cpu_pct"))) if not pd.isna(v)]
     saturated = bool(busy) and max(busy) >= SATURATED_SHARE * 100 * cores
     bound = "ᶜ" in str(qd.get("qps_text", "")) + str(pg.get("qps_text", ""))

@@ -74,7 +74,7 @@ from pglimits_core.studies.queue_recovery_record import (
     finish_run,
     with_server_description,
 )
-from pglimits_core.studies.runner import Context, RecordedRun
+from pglimits_core.studies.runner import Context, RecordedRun, open_record
 from pglimits_core.workloads.queue.registry import adapter_class, make_adapter
 
 EXPERIMENT = "backup"
@@ -461,16 +461,7 @@ def backup_point(ctx: Context, servers: dict[str, Any], v: QueueVariant, queue_m
 
 
 def open_backup_run(ctx: Context, v: QueueVariant, params: dict[str, Any], seed: int):
-    from pglimits_core.record.manifest import new_manifest
-    from pglimits_core.record.rundir import RunDirectory, new_run_id
-
-    name = f"{EXPERIMENT}:{v.label}"
-    description = ctx.describe_now(v.server)
-    manifest = new_manifest(new_run_id(STUDY, v.system, name), STUDY, v.system, name, seed=seed,
-                            params=params, servers={v.server: description}, host=ctx.host,
-                            tuning_ledger=description.get("settings", {}).get("tuning_ledger", []),
-                            harness_ceiling=ctx.ceilings.get(v.server, {}))
-    return RunDirectory.create(manifest, ctx.runs_root)
+    return open_record(ctx, STUDY, v.system, v.server, f"{EXPERIMENT}:{v.label}", params, seed)
 
 
 def backup_and_restore(ctx: Context, servers: dict[str, Any], v: QueueVariant, kind: Any,

@@ -11,28 +11,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import (
     RunDirectory,
     atomic_write_bytes,
     atomic_write_model,
-    new_run_id,
 )
 from pglimits_core.record.summary import Summary
 from pglimits_core.record.timeseries import KEY_COLUMNS
 from pglimits_core.studies.queue import STUDY, QueueVariant
-from pglimits_core.studies.runner import Context, RecordedRun
+from pglimits_core.studies.runner import Context, RecordedRun, open_record
 
 
 # --- the run record --------------------------------------------------------------------------------
 def open_run(ctx: Context, v: QueueVariant, params: dict[str, Any], seed: int) -> RunDirectory:
-    name = f"recovery:{v.label}"
-    description = ctx.descriptions.get(v.server, {})
-    manifest = new_manifest(new_run_id(STUDY, v.system, name), STUDY, v.system, name, seed=seed,
-                            params=params, servers={v.server: description}, host=ctx.host,
-                            tuning_ledger=description.get("settings", {}).get("tuning_ledger", []),
-                            harness_ceiling=ctx.ceilings.get(v.server, {}))
-    return RunDirectory.create(manifest, ctx.runs_root)
+    return open_record(ctx, STUDY, v.system, v.server, f"recovery:{v.label}", params, seed,
+                       description=ctx.descriptions.get(v.server, {}))
 
 
 def finish_run(run_dir: RunDirectory, v: QueueVariant, outcome: dict[str, Any]) -> RecordedRun:

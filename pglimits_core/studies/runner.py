@@ -58,6 +58,19 @@ class RecordedRun:
     extra: dict[str, Any]
 
 
+def open_record(ctx: Context, study: str, system: str, server: str, name: str, params: dict[str, Any],
+                seed: int, description: dict[str, Any] | None = None) -> RunDirectory:
+    """A run record for a point no load driver runs (a build, a crash or backup drill): the
+    manifest with the server's description (``describe_now`` unless given), tuning ledger and
+    harness ceiling, as a load run's has."""
+    description = ctx.describe_now(server) if description is None else description
+    manifest = new_manifest(new_run_id(study, system, name), study, system, name, seed=seed,
+                            params=params, servers={server: description}, host=ctx.host,
+                            tuning_ledger=description.get("settings", {}).get("tuning_ledger", []),
+                            harness_ceiling=ctx.ceilings.get(server, {}))
+    return RunDirectory.create(manifest, ctx.runs_root)
+
+
 def samplers_for(server: str, endpoint: Endpoint, tables: list[str] | None) -> list[Any]:
     """The host sampler (client = the load workers only, server = its pids and their children)
     plus the server kind's own sampler, if its class has one (``Server.sampler``)."""

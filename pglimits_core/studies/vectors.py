@@ -23,17 +23,15 @@ from pglimits_core.datasets.store import dataset_id, ensure_dataset, load_vector
 from pglimits_core.datasets.vectors import VectorSpec, exact_top_k, recall_with_ties
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load import ClosedLoop, OpenLoop, Phase, Role, RunSpec
-from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import (
     RunDirectory,
     atomic_write_bytes,
     atomic_write_model,
-    new_run_id,
 )
 from pglimits_core.record.summary import Summary
 from pglimits_core.record.timeseries import KEY_COLUMNS
 from pglimits_core.studies import vectors_engines as engines
-from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
+from pglimits_core.studies.runner import Context, RecordedRun, open_record, run_recorded
 
 STUDY = "vectors"
 K = 10
@@ -93,12 +91,7 @@ def dataset(setup: Setup):
 
 # --- records without a load driver -------------------------------------------------------------
 def _open_record(ctx: Context, v: VectorsVariant, name: str, params: dict[str, Any], seed: int) -> RunDirectory:
-    description = ctx.describe_now(v.server)
-    manifest = new_manifest(new_run_id(STUDY, v.system, name), STUDY, v.system, name, seed=seed,
-                            params=params, servers={v.server: description}, host=ctx.host,
-                            tuning_ledger=description.get("settings", {}).get("tuning_ledger", []),
-                            harness_ceiling=ctx.ceilings.get(v.server, {}))
-    return RunDirectory.create(manifest, ctx.runs_root)
+    return open_record(ctx, STUDY, v.system, v.server, name, params, seed)
 
 
 def _finish_record(run_dir: RunDirectory, outcome: dict[str, Any]) -> RecordedRun:
