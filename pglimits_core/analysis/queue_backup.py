@@ -164,7 +164,7 @@ def backup_lines(table: pd.DataFrame | None) -> list[str]:
     return ["**Backup / restore.** A hot backup of a live queue (producer and consumer running), restored into a "
             "fresh data directory on a second instance; median (min–max) over the drills, accounting summed. "
             "SQLite: the online backup API; Postgres: `pg_basebackup -X stream -c fast`; Redis: `BGSAVE` + copy "
-            f"of the RDB. {SCOPE_NOTE}.", "",
+            f"of the RDB. Scope: {SCOPE_NOTE}.", "",
             shown.astype(object).where(shown.notna(), "—").to_markdown(index=False), ""]
 
 

@@ -27,7 +27,7 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     and consumer-crash blocks."""
     lines = [f"{HOW_TO_READ} {links}", "", headline_table(tables).to_markdown(index=False), ""]
     return (lines + recovery_lines(tables.get("recovery")) + consumer_crash_lines(tables.get("consumer_crash"))
-            + backup_lines(tables.get("backup")))
+            + fairness_lines(tables.get("fairness")) + backup_lines(tables.get("backup")))
 
 
 def _spread_text(row: pd.Series, with_consumers: bool = False) -> str:
@@ -126,3 +126,32 @@ def _median_range(median: float, low: float, high: float, number: str) -> str:
         return "—"
     spread = f" ({number.format(low)}–{number.format(high)})" if high > low else ""
     return number.format(median) + spread
+
+
+def fairness_lines(fairness: pd.DataFrame | None) -> list[str]:
+    """Fairness of the batched claims beside batch 1 of the same system: per variant, the median
+    Jain index (and the least-served consumer's share of the mean) at each point with 4 or more
+    consumers. Only systems with a batch-50 variant are shown: the cost the source names."""
+    if fairness is None or fairness.empty:
+        return []
+    systems = {v.split()[0] for v in fairness.variant if "batch=50" in v.split()}
+    rows = fairness[fairness.variant.map(lambda v: v.split()[0] in systems) & (fairness.consumers >= 4)]
+    if rows.empty:
+        return []
+    rows = rows.assign(point=[_fairness_point(r) for r in rows.itertuples()],
+                       cell=[f"{r.fairness_jain:.3f} ({r.consumer_min_share:.2f})" for r in rows.itertuples()])
+    order = rows.sort_values(["experiment", "consumers", "rate"], ascending=[False, True, True]).point.unique()
+    shown = rows.pivot_table(index=["variant", "durability_class"], columns="point", values="cell",
+                             aggfunc="first")[list(order)].reset_index()
+    shown = sort_by_class(shown, ["variant"])
+    shown["durability_class"] = shown.durability_class.map(label)
+    shown = shown.rename(columns={"durability_class": "durability class"}).rename_axis(columns=None)
+    return ["**Fairness of batched claims.** Jain's index over the consumers' acknowledged messages (1 = equal "
+            "shares, 1/n = one consumer did everything), median over the runs, with the least-served consumer's "
+            "share of the mean in brackets:", "", shown.fillna("—").to_markdown(index=False), ""]
+
+
+def _fairness_point(row) -> str:
+    if row.experiment == "latency" and not pd.isna(row.rate):
+        return f"{row.consumers:.0f} consumers at {row.rate:,.0f}/s"
+    return f"burn-down, {row.consumers:.0f} consumers"

@@ -112,13 +112,20 @@ def _paced(start: float, done: int, interval: float) -> None:
     time.sleep(max(0.0, start + done * interval - time.monotonic()))
 
 
-def produce(v: QueueVariant, url: str, ledger: str, rate: float, seed: int, stop: Any,
-            ready: Any, parent: int, name: str) -> None:
-    """Enqueue one message at a time at ``rate``; an id is written once the system confirmed it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the children
+def _child_adapter(v: QueueVariant, url: str, parent: int, name: str) -> Any:
+    """A load child's own connection; the child ignores Ctrl-C (the parent's, it stops the
+    children) and dies with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
     adapter = make_adapter(v.system, url, **v.options, worker_id=name)
     adapter.open()
+    return adapter
+
+
+def produce(v: QueueVariant, url: str, ledger: str, rate: float, seed: int, stop: Any,
+            ready: Any, parent: int, name: str) -> None:
+    """Enqueue one message at a time at ``rate``; an id is written once the system confirmed it."""
+    adapter = _child_adapter(v, url, parent, name)
     messages = MessageGenerator(seed, producer="backup")
     with open(ledger, "a") as out:
         ready.set()
@@ -135,10 +142,7 @@ def produce(v: QueueVariant, url: str, ledger: str, rate: float, seed: int, stop
 def consume(v: QueueVariant, url: str, ledger: str, rate: float, seed: int, stop: Any,
             ready: Any, parent: int, name: str) -> None:
     """Claim the variant's batch at ``rate`` msg/s, hold it ``WORK_S``, acknowledge it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the children
-    die_with_parent(parent)
-    adapter = make_adapter(v.system, url, **v.options, worker_id=name)
-    adapter.open()
+    adapter = _child_adapter(v, url, parent, name)
     with open(ledger, "a") as out:
         ready.set()
         start, taken = time.monotonic(), 0

@@ -185,3 +185,22 @@ def test_fairness_is_jains_index_over_the_consumers_acks_and_one_consumer_doing_
     table = fairness_table(frame(rows))
     assert len(table) == 1 and table.runs.iloc[0] == 2
     assert table.fairness_jain.iloc[0] == (0.8 + 1.0) / 2 and table.min_jain.iloc[0] == 0.8
+
+
+def test_readme_fairness_block_sets_batched_claims_beside_batch_1_of_the_same_system():
+    from pglimits_core.analysis.queue_readme import fairness_lines
+
+    table = pd.DataFrame([
+        {"variant": v, "durability_class": "periodic", "experiment": exp, "consumers": n, "rate": rate,
+         "runs": 3, "fairness_jain": jain, "min_jain": jain, "consumer_min_share": share, "consumer_max_share": 1.5}
+        for v, exp, n, rate, jain, share in [
+            ("sqlite_wal batch=50", "throughput", 8, None, 0.61, 0.05), ("sqlite_wal batch=1", "throughput", 8, None, 0.99, 0.9),
+            ("sqlite_wal batch=50", "latency", 4, 1000.0, 0.7, 0.2), ("sqlite_wal batch=1", "throughput", 64, None, 0.98, 0.8),
+            ("sqlite_wal batch=1", "throughput", 1, None, 1.0, 1.0),  # one consumer: nothing to share, not shown
+            ("redis_reliable batch=1", "throughput", 8, None, 0.9, 0.8)]])  # no batch-50 variant: not shown
+    text = "\n".join(fairness_lines(table))
+    assert "0.610 (0.05)" in text and "0.990 (0.90)" in text and "redis" not in text
+    header = next(line for line in text.splitlines() if line.startswith("| variant"))
+    assert header.index("burn-down, 8 consumers") < header.index("burn-down, 64 consumers") \
+        < header.index("4 consumers at 1,000/s")
+    assert fairness_lines(pd.DataFrame()) == []
