@@ -12,7 +12,7 @@ from pglimits_core.analysis.queue_durability import (
     run_class,
     sort_by_class,
 )
-from pglimits_core.analysis.runs import by_role, entry_rows, measured
+from pglimits_core.analysis.runs import busy_neighbour, by_role, entry_rows, measured
 from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 
@@ -25,7 +25,17 @@ def queue_frame(records: list[dict]) -> pd.DataFrame:
     """One row per run × role × measured phase of the queue records (``analysis.runs``), each
     with its variant's durability class and the run's exactly-once accounting."""
     frame = entry_rows(records, queue_run_columns)
-    return fill_by_variant(frame) if not frame.empty else pd.DataFrame(columns=list(COLUMNS))
+    return _no_verdict_on_unexplained_cpu(fill_by_variant(frame)) if not frame.empty else pd.DataFrame(columns=list(COLUMNS))
+
+
+def _no_verdict_on_unexplained_cpu(frame: pd.DataFrame) -> pd.DataFrame:
+    """A run whose machine was busier than its client and server explain (processes the sampler
+    missed, or a neighbour) has no trustworthy CPU split: its client-bound verdict is "cannot
+    tell" (None), never a ᶜ or a "not client-bound"."""
+    if "other_cpu_pct" not in frame or "client_bound" not in frame:
+        return frame
+    untrusted = frame.other_cpu_pct.map(busy_neighbour)
+    return frame.assign(client_bound=frame.client_bound.astype(object).where(~untrusted, None))
 
 
 def queue_run_columns(manifest: dict) -> dict:
@@ -78,8 +88,19 @@ def throughput_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.
         return pd.DataFrame()
     rows = _lower_bound_runs(ensure_class(rows), frame, experiment)
     table = pd.DataFrame([_sweep_point(runs) for _, runs in rows.groupby(["variant", "consumers"])])
+    table["runs_recorded"] = _with_failed_runs(table, frame, experiment)
     table.insert(3, "jobs_per_s_text", table.apply(rate_text, axis=1))
     return sort_by_class(table, ["variant", "consumers"])
+
+
+def _with_failed_runs(table: pd.DataFrame, frame: pd.DataFrame, experiment: str) -> pd.Series:
+    """Every recorded run of each point, failed ones included ("2 of 3 runs" must say a run
+    failed, not hide it)."""
+    if "status" not in frame:
+        return table.runs_recorded
+    every = frame[frame.experiment == experiment].groupby(["variant", "consumers"]).run_id.nunique()
+    recorded = [every.get((v, c), 0) for v, c in zip(table.variant, table.consumers, strict=True)]
+    return pd.concat([table.runs_recorded, pd.Series(recorded, index=table.index)], axis=1).max(axis=1)
 
 
 def _lower_bound_runs(rows: pd.DataFrame, frame: pd.DataFrame, experiment: str) -> pd.DataFrame:

@@ -158,13 +158,15 @@ def backup_lines(table: pd.DataFrame | None) -> list[str]:
         "backup size, MiB": [_median_range(r, "backup_bytes", "{:.1f}", 2**20) for _, r in table.iterrows()],
         "restore → first claim, s": [_median_range(r, "restore_to_first_claim_s", "{:.2f}") for _, r in table.iterrows()],
         "acked before backup, reappeared": table.acked_reappeared, "lost": table.lost,
-        "in flight at backup → returned": [f"{a:.0f} → {b:.0f}" if not pd.isna(a) else "—"
+        "in flight at backup → in the restore": [f"{a:.0f} → {b:.0f}" if not pd.isna(a) else "—"
                                            for a, b in zip(table.in_flight_at_backup, table.in_flight_returned, strict=True)],
         "claims in the snapshot, handed out again": table.claimed_returned})
-    return ["**Backup / restore.** A hot backup of a live queue (producer and consumer running), restored into a "
+    return ["**Backup / restore.** A hot backup of a live queue (a producer and 4 consumers running), restored into a "
             "fresh data directory on a second instance; median (min–max) over the drills, accounting summed. "
             "SQLite: the online backup API; Postgres: `pg_basebackup -X stream -c fast`; Redis: `BGSAVE` + copy "
-            f"of the RDB. Scope: {SCOPE_NOTE}.", "",
+            f"of the RDB. Scope: {SCOPE_NOTE}. A message in flight (claimed, not yet acknowledged) when the backup "
+            "began and acknowledged while it ran may be absent from the restore: that is not a loss (`lost` counts "
+            "confirmed messages that are missing).", "",
             shown.astype(object).where(shown.notna(), "—").to_markdown(index=False), ""]
 
 

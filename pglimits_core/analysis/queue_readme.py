@@ -10,7 +10,7 @@ from pglimits_core.analysis.queue import any_verdict, flag_set
 from pglimits_core.analysis.queue_backup import backup_lines
 from pglimits_core.analysis.queue_consumer_crash import consumer_crash_lines
 from pglimits_core.analysis.queue_durability import UNKNOWN, label, sort_by_class
-from pglimits_core.analysis.queue_recovery import SIGKILL_NOTE
+from pglimits_core.analysis.queue_recovery import FOREIGN_STATE, SIGKILL_NOTE
 
 HOW_TO_READ = (
     "Rows are grouped by durability class (fsync per commit / periodic / none): compare within a "
@@ -91,7 +91,8 @@ def _cliff_cell(point) -> str:
     """The held rate, the first rate that failed (the cliff lies between), ᶜ when a probe at the
     held rate was client-bound (then the harness, not the server, set it)."""
     if pd.isna(point.sustainable_per_s):
-        return "—"
+        # probed, and not even the search's lowest rate held: that is a finding, not a blank
+        return "—" if pd.isna(point.first_failed_per_s) else f"< {point.first_failed_per_s:,.0f} (no probed rate held)"
     failed = f" (fails at {point.first_failed_per_s:,.0f})" if not pd.isna(point.first_failed_per_s) else ""
     return f"{point.sustainable_per_s:,.0f}{failed}" + (" ᶜ" if flag_set(point.get("client_bound")) else "")
 
@@ -117,6 +118,8 @@ def recovery_lines(recovery: pd.DataFrame) -> list[str]:
 
 def _first_claim(row) -> str:
     """A queue that lost everything has nothing to claim: its time is the first (empty) answer."""
+    if FOREIGN_STATE in str(row.note):
+        return f"— ({FOREIGN_STATE}: not this drill's recovery; see the recovery table's note)"
     spread = _median_range(row.recovery_s, row.recovery_s_min, row.recovery_s_max, "{:.3f}")
     return f"— (nothing survived; first empty answer {spread})" if "nothing left to claim" in str(row.note) else spread
 

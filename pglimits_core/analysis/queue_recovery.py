@@ -41,11 +41,11 @@ def _drill_row(run) -> dict:
     if run.status != "complete" or not outcome:
         return {**base, "note": f"failed: {run.error}"}
     # Nothing survived to claim (Redis without persistence): the time is to the first empty answer.
-    first = outcome.get("first_claim_s")
+    first = None if _foreign_state(outcome) else outcome.get("first_claim_s")
     return {**base, "kill_target": outcome.get("kill_target"),
             "offered_per_s": outcome.get("offered_rate", getattr(run, "rate", None)), "confirmed": outcome.get("confirmed"),
             "confirmed_per_s": outcome.get("confirmed_per_s"), "lost": outcome.get("lost"),
-            "recovery_s": first if first is not None else outcome.get("recovery_s"),
+            "recovery_s": None if _foreign_state(outcome) else first if first is not None else outcome.get("recovery_s"),
             "restart_s": outcome.get("restart_s"),
             "wal_to_replay_mb": _mb((outcome.get("state_at_kill") or {}).get("wal_to_replay_bytes")),
             "survives_sigkill": outcome.get("durable_config"), "note": _drill_note(outcome),
@@ -56,15 +56,26 @@ def _mb(value: float | None) -> float | None:  # MiB, as the tables label it
     return None if value is None else round(value / 2**20, 1)
 
 
+def _foreign_state(outcome: dict) -> bool:
+    """The restarted server held more messages this drill never confirmed than it confirmed (one
+    producer sends one message at a time, so at most one is in flight): it loaded state from an
+    earlier run, and its time to a first claim is not this drill's recovery."""
+    return (outcome.get("unconfirmed_present") or 0) > (outcome.get("confirmed") or 0)
+
+
 def _drill_note(outcome: dict) -> str:
     notes = [outcome.get("durability", "")]
-    if outcome.get("first_claim_s") is None:
+    if _foreign_state(outcome):
+        notes.append(f"{FOREIGN_STATE}: it held {outcome['unconfirmed_present']:,} messages this drill never "
+                     "confirmed, so no recovery time is shown")
+    elif outcome.get("first_claim_s") is None:
         notes.append("nothing left to claim: recovery_s is the first (empty) answer")
     if outcome.get("durable_config") and outcome.get("lost"):
         notes.append("LOST ACKNOWLEDGED MESSAGES THAT A PROCESS KILL CANNOT LOSE BY CONFIGURATION")
     return "; ".join(n for n in notes if n)
 
 
+FOREIGN_STATE = "the restart loaded an earlier run's snapshot"
 RECOVERY_COLUMNS = ["variant", "durability_class", "kill_target", "drills", "failed_drills", "offered_per_s",
                     "confirmed_per_s", "lost", "recovery_s", "recovery_s_min", "recovery_s_max", "restart_s",
                     "wal_to_replay_mb", "wal_to_replay_mb_min", "wal_to_replay_mb_max", "survives_sigkill", "note"]

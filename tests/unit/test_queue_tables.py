@@ -159,7 +159,8 @@ def test_a_failed_run_gives_no_number_to_any_table():
     failed = [{**row, "status": "failed"} for row in run_rows("x", "throughput", 4, 99_999.0, left=10)]
     ok = [{**row, "status": "complete"} for row in run_rows("a", "throughput", 4, 1000.0, left=10)]
     row = throughput_table(frame(failed, ok)).iloc[0]
-    assert row.jobs_per_s == 1000.0 and row.runs_recorded == 1
+    assert row.jobs_per_s == 1000.0 and row.runs == 1
+    assert row.runs_recorded == 2 and "1 of 2 runs" in row.jobs_per_s_text  # the failure is said, not hidden
 
 
 def test_a_burn_down_that_ran_out_because_it_was_fastest_keeps_the_point_a_lower_bound():
