@@ -65,3 +65,15 @@ def saved_charts(tables, directory) -> list[Path]:
     """The queue workload's charts of ``tables``, saved as the study saves them."""
     saved = save_figures(draw_charts(workload("queue"), tables), directory)
     return [path for paths in saved.values() for path in paths]
+
+
+def test_a_restart_that_loaded_an_earlier_runs_snapshot_shows_no_recovery_time(tmp_path: Path):
+    from pglimits_core.analysis.queue_recovery import FOREIGN_STATE
+
+    row = drill(tmp_path, "r1", "redis_reliable batch=1", "none", 0.9, lost=25_000)
+    manifest = json.loads((tmp_path / "r1" / "manifest.json").read_text())
+    manifest["params"]["outcome"]["unconfirmed_present"] = 400_029  # never sent by this drill
+    (tmp_path / "r1" / "manifest.json").write_text(json.dumps(manifest))
+    table = recovery_table(recovery_drills(pd.DataFrame([row]))).iloc[0]
+    assert pd.isna(table.recovery_s) and FOREIGN_STATE in table.note and "400,029" in table.note
+    assert table.lost == 25_000  # every confirmed message is still counted lost
