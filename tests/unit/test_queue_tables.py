@@ -205,3 +205,11 @@ def test_readme_fairness_block_sets_batched_claims_beside_batch_1_of_the_same_sy
     assert header.index("burn-down, 8 consumers") < header.index("burn-down, 64 consumers") \
         < header.index("4 consumers at 1,000/s")
     assert fairness_lines(pd.DataFrame()) == []
+
+
+def test_a_run_whose_cpu_split_leaves_a_core_unexplained_gives_no_client_bound_verdict():
+    from pglimits_core.analysis.queue import _no_verdict_on_unexplained_cpu
+
+    runs = pd.DataFrame({"client_bound": [True, False, True], "other_cpu_pct": [90.0, 85.0, 3.0]})
+    verdicts = _no_verdict_on_unexplained_cpu(runs).client_bound.tolist()
+    assert verdicts[0] is None and verdicts[1] is None and verdicts[2] is True  # "cannot tell", either way
