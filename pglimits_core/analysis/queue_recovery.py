@@ -41,11 +41,12 @@ def _drill_row(run) -> dict:
     if run.status != "complete" or not outcome:
         return {**base, "note": f"failed: {run.error}"}
     # Nothing survived to claim (Redis without persistence): the time is to the first empty answer.
-    first = None if _foreign_state(outcome) else outcome.get("first_claim_s")
+    first = outcome.get("first_claim_s")
+    recovery = None if _foreign_state(outcome) else first if first is not None else outcome.get("recovery_s")
     return {**base, "kill_target": outcome.get("kill_target"),
             "offered_per_s": outcome.get("offered_rate", getattr(run, "rate", None)), "confirmed": outcome.get("confirmed"),
             "confirmed_per_s": outcome.get("confirmed_per_s"), "lost": outcome.get("lost"),
-            "recovery_s": None if _foreign_state(outcome) else first if first is not None else outcome.get("recovery_s"),
+            "recovery_s": recovery,
             "restart_s": outcome.get("restart_s"),
             "wal_to_replay_mb": _mb((outcome.get("state_at_kill") or {}).get("wal_to_replay_bytes")),
             "survives_sigkill": outcome.get("durable_config"), "note": _drill_note(outcome),
