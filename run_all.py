@@ -6,7 +6,7 @@
                                                  # reuses the points it had already measured
     python run_all.py --only queue --force       # one workload (by its registry name), then the report
 
-The workloads and their notebooks come from the workload registry (pglimits_core.workloads.registry);
+The workloads and their notebooks come from the workload registry (pglimits_core.registry);
 a workload whose section the profile lacks is not run. Each notebook starts the servers it needs
 and stops them when it ends (also on Ctrl-C); executed copies go to data/executed/<profile>/. A
 failed notebook does not stop the others; the exit code is non-zero and the summary says what
@@ -26,6 +26,7 @@ from pathlib import Path
 from pglimits_core.config import notebook_path, profile_figures_dir, profile_results_dir
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
+from pglimits_core.registry import workloads
 from pglimits_core.servers import ownership
 from pglimits_core.studies.status import (
     COMPLETE,
@@ -35,7 +36,6 @@ from pglimits_core.studies.status import (
     read_status,
     set_status,
 )
-from pglimits_core.workloads.registry import workloads
 
 REPORT = "90-report"  # always last: it reads the run records the workload notebooks wrote
 

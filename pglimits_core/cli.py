@@ -185,7 +185,7 @@ def bench_harness(
     batch: list[int] = typer.Option([1, 10], help="delete-mode claim batch sizes"),
 ) -> None:
     """Harness vs pgbench (SKIP LOCKED delete-mode) and vs redis-benchmark (LMOVE)."""
-    from pglimits_core.studies import harness_bench as hb
+    from pglimits_core.workloads.queue import harness_bench as hb
 
     table = Table("operation", "clients", "harness /s", "C tool", "C tool /s", "harness / C tool")
     with fleet_mod.Fleet(["postgres", "redis"]) as fleet:

@@ -20,8 +20,8 @@ from pglimits_core.analysis.outputs import Outputs, build_outputs
 from pglimits_core.analysis.runs import versions_table
 from pglimits_core.config import StudyPaths, current_host_id
 from pglimits_core.record.export import committed_host
+from pglimits_core.registry import workload
 from pglimits_core.studies.study import Outcome, run_workload
-from pglimits_core.workloads.registry import workload
 
 
 @dataclass

@@ -11,11 +11,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pglimits_core import registry
 from pglimits_core.config import profiles_dir
 from pglimits_core.datasets.corpus import CorpusSpec
 from pglimits_core.datasets.vectors import VectorSpec
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.workloads import registry
 
 
 class Strict(BaseModel):

@@ -16,7 +16,7 @@ from pglimits_core.analysis.outputs import build_outputs
 from pglimits_core.config import PROJECT_ROOT, StudyPaths, repo_relative
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.record.export import committed_host, committed_hosts
-from pglimits_core.workloads.registry import workloads
+from pglimits_core.registry import workloads
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 

@@ -119,7 +119,7 @@ def planned_points(profile: str) -> set[tuple[str, str, str]]:
     """(workload, variant label, experiment) of every point the profile asks for — from the same
     ``plan()`` the studies run, so every kind of point (sweeps, searches, drills) is covered."""
     from pglimits_core.profiles import load_profile
-    from pglimits_core.workloads.registry import workloads
+    from pglimits_core.registry import workloads
 
     loaded = load_profile(profile)
     return {(w.name, point.label, point.experiment) for w in workloads() if loaded.section(w.name) is not None
@@ -174,7 +174,7 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
     """Every section of the report, computed from the profile's run records: per workload of
     the registry its tables and figures (``analysis.outputs``, written once, embedded as written)."""
     from pglimits_core.analysis.outputs import build_outputs
-    from pglimits_core.workloads.registry import workloads
+    from pglimits_core.registry import workloads
 
     require_complete(profile)  # an interrupted or failed study is not presented as a result
     paths = StudyPaths.for_profile(profile, runs_root, figures_dir, tables_dir)

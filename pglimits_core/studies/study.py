@@ -140,7 +140,7 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
 def servers_needed(profile_name: str) -> list[str]:
     """Every server the profile's workloads plan to use (``make lab`` starts these)."""
     from pglimits_core.profiles import load_profile
-    from pglimits_core.workloads.registry import workloads
+    from pglimits_core.registry import workloads
 
     profile = load_profile(profile_name)
     return sorted({point.server for w in workloads() if profile.section(w.name) is not None

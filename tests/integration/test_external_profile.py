@@ -11,8 +11,8 @@ import yaml
 
 from pglimits_core.config import PROFILES_DIR
 from pglimits_core.record.rundir import finished_runs
+from pglimits_core.registry import workload
 from pglimits_core.studies.study import run_workload
-from pglimits_core.workloads.registry import workload
 
 pytestmark = pytest.mark.integration
 

@@ -17,11 +17,11 @@ import pytest
 
 from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.record.rundir import finished_runs
-from pglimits_core.studies.pubsub import PUBLISH_DRAIN_S, variant
-from pglimits_core.studies.pubsub_ledger import account, read_json
-from pglimits_core.studies.pubsub_ops import DRAIN_LIMIT_S, PublishOp, SubscribeOp
+from pglimits_core.registry import workload
 from pglimits_core.studies.study import run_workload
-from pglimits_core.workloads.registry import workload
+from pglimits_core.workloads.pubsub.ledger import account, read_json
+from pglimits_core.workloads.pubsub.ops import DRAIN_LIMIT_S, PublishOp, SubscribeOp
+from pglimits_core.workloads.pubsub.points import PUBLISH_DRAIN_S, variant
 from tests.conftest import processes_using
 
 pytestmark = pytest.mark.integration
@@ -100,7 +100,7 @@ def test_a_subscriber_dropped_by_redis_is_counted_lost_and_the_drill_is_bounded(
     import redis
 
     from pglimits_core.load import OpenLoop, Phase, Role, RunSpec, run_load
-    from pglimits_core.studies.pubsub import subscriber_role
+    from pglimits_core.workloads.pubsub.points import subscriber_role
 
     with redis.Redis.from_url(redis_endpoint.url, decode_responses=True) as client:
         before = client.config_get("client-output-buffer-limit")["client-output-buffer-limit"]

@@ -16,10 +16,10 @@ import pytest
 
 from pglimits_core.record.validate import validate_run_dir
 from pglimits_core.servers.fleet import Fleet
-from pglimits_core.studies.queue import variant
-from pglimits_core.studies.queue_backup import backup_point
 from pglimits_core.studies.runner import build_context
-from pglimits_core.workloads.queue.registry import make_adapter
+from pglimits_core.workloads.queue.drills.backup import backup_point
+from pglimits_core.workloads.queue.points import variant
+from pglimits_core.workloads.queue.systems.registry import make_adapter
 from tests.conftest import TEST_ROOT, processes_using, server_processes
 
 pytestmark = pytest.mark.integration

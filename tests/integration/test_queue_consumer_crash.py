@@ -12,16 +12,16 @@ import pytest
 from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, run_load
 from pglimits_core.record.validate import validate_run_dir
 from pglimits_core.servers.sqlite import SQLiteServer
-from pglimits_core.studies.queue import prefill, read_ledger, variant
-from pglimits_core.studies.queue_consumer_crash import (
+from pglimits_core.studies.runner import Context
+from pglimits_core.workloads.queue.drills.consumer_crash import (
     AT_MOST_ONCE_LOSS,
     DRAIN_GRACE_S,
     consumer_crash_point,
     read_killed,
 )
-from pglimits_core.studies.queue_ops import ConsumeOp
-from pglimits_core.studies.runner import Context
-from pglimits_core.workloads.queue.registry import make_adapter
+from pglimits_core.workloads.queue.ops import ConsumeOp
+from pglimits_core.workloads.queue.points import prefill, read_ledger, variant
+from pglimits_core.workloads.queue.systems.registry import make_adapter
 
 pytestmark = pytest.mark.integration
 

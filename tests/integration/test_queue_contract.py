@@ -17,7 +17,7 @@ import pytest
 
 from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.workloads.queue.registry import (
+from pglimits_core.workloads.queue.systems.registry import (
     QUEUE_SYSTEMS,
     adapter_class,
     make_adapter,

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 from pglimits_core.load import ClosedLoop, OpenLoop, Phase, Role, RunSpec, Slo, run_load
 from pglimits_core.record.summary import build_summary
-from pglimits_core.studies.queue import point_result
-from pglimits_core.studies.queue_ops import ConsumeOp, EnqueueOp
-from pglimits_core.workloads.queue.registry import make_adapter
+from pglimits_core.workloads.queue.ops import ConsumeOp, EnqueueOp
+from pglimits_core.workloads.queue.points import point_result
+from pglimits_core.workloads.queue.systems.registry import make_adapter
 
 RATE = 400
 SLO = Slo(p99_bound_us=100_000, min_achieved_fraction=0.95, max_backlog_growth=0.05)

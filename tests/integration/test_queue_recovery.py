@@ -13,11 +13,11 @@ import pytest
 
 from pglimits_core.record.validate import validate_run_dir
 from pglimits_core.servers.fleet import Fleet
-from pglimits_core.studies.queue import variant
-from pglimits_core.studies.queue_plan import recovery_points
-from pglimits_core.studies.queue_recovery import drill
 from pglimits_core.studies.runner import build_context
 from pglimits_core.studies.study import StudyRun, run_points
+from pglimits_core.workloads.queue.drills.recovery import drill
+from pglimits_core.workloads.queue.plan import recovery_points
+from pglimits_core.workloads.queue.points import variant
 from pglimits_core.workloads.queue.profile import RecoveryDrill
 from tests.conftest import TEST_ROOT, server_processes
 

@@ -19,10 +19,10 @@ from pglimits_core.datasets.corpus import generate_corpus
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
 from pglimits_core.record.rundir import finished_runs
-from pglimits_core.studies.search import Prepared, Setup, check_all
+from pglimits_core.registry import workload
 from pglimits_core.studies.study import run_workload
-from pglimits_core.workloads.registry import workload
 from pglimits_core.workloads.search.engines import LuceneIndex, bulk_chunks, variant
+from pglimits_core.workloads.search.points import Prepared, Setup, check_all
 from pglimits_core.workloads.search.queries import build_query_set
 from tests.conftest import TEST_ROOT, processes_using
 

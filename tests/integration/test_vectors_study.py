@@ -32,8 +32,8 @@ def vectors_state(isolated_state: Path, tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_the_vector_study_runs_on_real_servers(vectors_state: Path, tmp_path: Path):
     from pglimits_core.analysis.outputs import build_outputs
+    from pglimits_core.registry import workload
     from pglimits_core.studies.study import run_workload
-    from pglimits_core.workloads.registry import workload
 
     runs = tmp_path / "runs"
     outcome = run_workload(workload("vectors"), "test", runs_root=runs, progress=False)
@@ -90,7 +90,7 @@ def test_qdrant_is_not_measured_while_its_optimizer_runs():
     from qdrant_client.models import CollectionStatus
 
     from pglimits_core.errors import PGLimitsError
-    from pglimits_core.studies.vectors_engines import wait_indexed
+    from pglimits_core.workloads.vectors.engines import wait_indexed
 
     states = iter([SimpleNamespace(status=CollectionStatus.YELLOW, indexed_vectors_count=0, points_count=10),
                    SimpleNamespace(status=CollectionStatus.GREEN, indexed_vectors_count=0, points_count=10),

@@ -28,8 +28,8 @@ SQLITE_GREEN = (0x54, 0x82, 0x35)  # ENGINE_COLOURS["sqlite_wal"]: only the figu
 @pytest.fixture(scope="module")
 def test_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Real run records of the test profile (~30 s); servers in a private state dir."""
+    from pglimits_core.registry import workload
     from pglimits_core.studies.study import run_workload
-    from pglimits_core.workloads.registry import workload
 
     runs = tmp_path_factory.mktemp("report") / "runs"
     state = TEST_ROOT / f"report-{uuid.uuid4().hex[:8]}"  # the Postgres OS user must reach it

@@ -34,7 +34,7 @@ from pglimits_core.profiles import Strict
 from pglimits_core.studies.noop_ops import SQLiteNoop
 from pglimits_core.studies.runner import run_recorded
 from pglimits_core.studies.study import Point
-from pglimits_core.workloads.registry import Chart, Workload
+from pglimits_core.registry import Chart, Workload
 
 
 class ToySection(Strict):

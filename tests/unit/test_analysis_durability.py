@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from pglimits_core.analysis.queue import queue_run_columns
-from pglimits_core.analysis.queue_durability import (
+from pglimits_core.analysis.runs import entry_rows
+from pglimits_core.workloads.queue.durability_tables import (
     UNKNOWN,
     design,
     fill_by_variant,
     run_class,
     sort_by_class,
 )
-from pglimits_core.analysis.runs import entry_rows
+from pglimits_core.workloads.queue.tables import queue_run_columns
 
 
 def manifest(adapter: dict | None = None, **outcome) -> dict:

@@ -6,7 +6,7 @@ from pglimits_core.errors import PGLimitsError
 
 @pytest.mark.parametrize("name", ["quick", "full", "reference", "test"])
 def test_committed_profiles_validate_and_their_variants_exist(name):
-    from pglimits_core.studies.queue import variant
+    from pglimits_core.workloads.queue.points import variant
 
     profile = profiles.load_profile(name)
     labels = [variant(**spec).label for spec in profile.section("queue").variants]
@@ -34,7 +34,7 @@ def test_unknown_key_and_bad_value_name_the_key(tmp_path, monkeypatch):
 
 
 def test_unknown_queue_system_and_bad_batch_are_one_line_errors():
-    from pglimits_core.studies.queue import variant
+    from pglimits_core.workloads.queue.points import variant
 
     with pytest.raises(PGLimitsError, match="unknown queue system"):
         variant("kafka")
@@ -79,7 +79,7 @@ def test_the_report_plans_every_experiment_the_study_runs_and_only_those():
 def test_an_experiment_filter_naming_no_variant_is_an_error_not_fewer_points():
     from pglimits_core.errors import PGLimitsError
     from pglimits_core.profiles import load_profile
-    from pglimits_core.studies.queue_plan import plan
+    from pglimits_core.workloads.queue.plan import plan
 
     profile = load_profile("quick")
     queue = profile.section("queue")

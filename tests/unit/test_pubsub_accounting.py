@@ -6,16 +6,16 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pglimits_core.analysis.pubsub import all_tables, queue_full_in_s
 from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, run_load
 from pglimits_core.load.operation import run_start_ns
-from pglimits_core.studies.pubsub_ledger import (
+from pglimits_core.workloads.pubsub.ledger import (
     Tally,
     account,
     decode_message,
     delivery_latency,
     encode_message,
 )
+from pglimits_core.workloads.pubsub.tables import all_tables, queue_full_in_s
 
 MS = 1_000_000
 
@@ -136,8 +136,8 @@ def test_bad_variants_and_filter_typos_are_one_line_errors():
 
     from pglimits_core.errors import PGLimitsError
     from pglimits_core.profiles import load_profile
-    from pglimits_core.studies.pubsub import variant
-    from pglimits_core.studies.pubsub_plan import plan
+    from pglimits_core.workloads.pubsub.plan import plan
+    from pglimits_core.workloads.pubsub.points import variant
 
     with pytest.raises(PGLimitsError, match="unknown pub/sub system"):
         variant("kafka")
@@ -151,7 +151,7 @@ def test_bad_variants_and_filter_typos_are_one_line_errors():
 
 def test_every_profile_plans_its_pubsub_section():
     from pglimits_core.profiles import load_profile
-    from pglimits_core.studies.pubsub_plan import plan
+    from pglimits_core.workloads.pubsub.plan import plan
 
     for name in ("test", "quick", "reference", "full"):
         profile = load_profile(name)
@@ -172,7 +172,7 @@ def test_a_stall_longer_than_the_window_is_refused():
 
 def test_a_postgres_point_past_max_connections_is_refused_with_its_reason():
     from pglimits_core.errors import PGLimitsError
-    from pglimits_core.studies.pubsub import check_room, variant
+    from pglimits_core.workloads.pubsub.points import check_room, variant
 
     with pytest.raises(PGLimitsError, match="max_connections=200"):
         check_room(variant("pg_notify"), {"max_connections": "200"}, 1002)
@@ -184,7 +184,7 @@ def test_idle_listeners_may_be_set_per_group_of_variants():
     from types import SimpleNamespace
 
     from pglimits_core.profiles import load_profile
-    from pglimits_core.studies.pubsub_plan import plan
+    from pglimits_core.workloads.pubsub.plan import plan
     from pglimits_core.workloads.pubsub.profile import IdleListeners
 
     section = load_profile("test").section("pubsub")
@@ -217,7 +217,7 @@ def test_a_tail_made_in_the_publisher_is_flagged_lag_dominated_and_failed_runs_a
 
 
 def test_a_payload_limit_with_nothing_refused_is_only_a_lower_bound():
-    from pglimits_core.analysis.pubsub import payload_limit_text
+    from pglimits_core.workloads.pubsub.tables import payload_limit_text
 
     assert payload_limit_text(1_048_576, None).startswith("≥ 1,048,576")
     assert payload_limit_text(7999, 8000) == "7,999 ≤ limit < 8,000"
@@ -247,7 +247,7 @@ def test_open_loop_rows_count_what_the_publishers_achieved_and_empty_windows_are
 
 
 def test_a_ceiling_failure_made_in_the_publisher_says_so_and_unknown_verdicts_are_not_hidden():
-    from pglimits_core.analysis.pubsub import verdict_text
+    from pglimits_core.workloads.pubsub.tables import verdict_text
 
     assert verdict_text(pd.Series([True, None, False])) == "yes in 1 of 3; cannot tell in 1"
     assert verdict_text(pd.Series([None, None])) == "cannot tell in 2"

@@ -10,7 +10,14 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from pglimits_core.analysis.queue_backup import (
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.plotting.figures import save_figure
+from pglimits_core.workloads.queue.drills.backup import (
+    account_backup,
+    backed_up_variant,
+    check_disk,
+)
+from pglimits_core.workloads.queue.drills.backup_tables import (
     SCOPE_NOTE,
     backup_chart,
     backup_drills,
@@ -18,13 +25,10 @@ from pglimits_core.analysis.queue_backup import (
     backup_seed_rows,
     backup_table,
 )
-from pglimits_core.analysis.seed_figures import comparison_table
-from pglimits_core.errors import PGLimitsError
-from pglimits_core.plotting.figures import save_figure
-from pglimits_core.studies.queue import variant
-from pglimits_core.studies.queue_backup import account_backup, backed_up_variant, check_disk
-from pglimits_core.studies.queue_plan import backup_points
+from pglimits_core.workloads.queue.plan import backup_points
+from pglimits_core.workloads.queue.points import variant
 from pglimits_core.workloads.queue.profile import BackupDrill
+from pglimits_core.workloads.queue.seed import comparison_table
 
 T0, T_END = 1_000, 2_000
 
@@ -179,9 +183,9 @@ def test_every_drill_is_a_point_of_its_own_in_rounds():
 
 def test_the_queue_workload_carries_the_backup_table_chart_and_report_caption(tmp_path: Path, monkeypatch):
     from pglimits_core.analysis.outputs import draw_charts
-    from pglimits_core.analysis.queue_report import CAPTIONS
+    from pglimits_core.registry import workload
     from pglimits_core.workloads.queue import workload as queue_workload
-    from pglimits_core.workloads.registry import workload
+    from pglimits_core.workloads.queue.report import CAPTIONS
 
     queue = workload("queue")
     tables = backup_table(backup_drills(frame(tmp_path)))

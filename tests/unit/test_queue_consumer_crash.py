@@ -10,16 +10,19 @@ import signal
 
 import pandas as pd
 
-from pglimits_core.analysis.queue_consumer_crash import CONSUMER_CRASH_COLUMNS, consumer_crash_table
 from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, current_worker, run_load
 from pglimits_core.profiles import load_profile
-from pglimits_core.studies.queue import read_ledger, read_ledger_batches, variant
-from pglimits_core.studies.queue_consumer_crash import (
+from pglimits_core.workloads.queue.drills.consumer_crash import (
     AT_MOST_ONCE_LOSS,
     crash_account,
     with_visibility_timeout,
 )
-from pglimits_core.studies.queue_plan import plan
+from pglimits_core.workloads.queue.drills.consumer_crash_tables import (
+    CONSUMER_CRASH_COLUMNS,
+    consumer_crash_table,
+)
+from pglimits_core.workloads.queue.plan import plan
+from pglimits_core.workloads.queue.points import read_ledger, read_ledger_batches, variant
 
 
 class DiesOnce:
@@ -138,7 +141,7 @@ def test_the_table_sums_drills_per_variant_and_keeps_failures_visible(tmp_path):
 
 
 def test_the_readme_lines_show_the_table_and_nothing_without_drills(tmp_path):
-    from pglimits_core.analysis.queue_consumer_crash import consumer_crash_lines
+    from pglimits_core.workloads.queue.drills.consumer_crash_tables import consumer_crash_lines
 
     good = {"held_by_killed": 1, "redelivered": 1, "lost": 0, "in_doubt": 0, "duplicates": 0,
             "redelivery_s": 2.0, "drain_complete": True, "shown": "at-least-once"}

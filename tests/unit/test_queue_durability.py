@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.workloads.queue.durability import CLASSES, promise_for
-from pglimits_core.workloads.queue.registry import (
+from pglimits_core.workloads.queue.systems.durability import CLASSES, promise_for
+from pglimits_core.workloads.queue.systems.registry import (
     QUEUE_SYSTEMS,
     VARIANT_OPTIONS,
     adapter_class,

@@ -9,9 +9,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from pglimits_core.analysis.outputs import draw_charts, save_figures
-from pglimits_core.analysis.queue_durability import label
-from pglimits_core.plotting.figures import ENGINE_COLOURS, consumer_sweep_chart
-from pglimits_core.workloads.registry import workload
+from pglimits_core.plotting.figures import ENGINE_COLOURS
+from pglimits_core.registry import workload
+from pglimits_core.workloads.queue.charts import consumer_sweep_chart
+from pglimits_core.workloads.queue.durability_tables import label
 
 
 def sweep_table() -> pd.DataFrame:

@@ -9,8 +9,12 @@ from pathlib import Path
 import pandas as pd
 
 from pglimits_core.analysis.outputs import draw_charts, save_figures
-from pglimits_core.analysis.queue_recovery import SIGKILL_NOTE, recovery_drills, recovery_table
-from pglimits_core.workloads.registry import workload
+from pglimits_core.registry import workload
+from pglimits_core.workloads.queue.drills.recovery_tables import (
+    SIGKILL_NOTE,
+    recovery_drills,
+    recovery_table,
+)
 
 
 def drill(root: Path, name: str, variant: str, durability_class: str, recovery_s: float,
@@ -68,7 +72,7 @@ def saved_charts(tables, directory) -> list[Path]:
 
 
 def test_a_restart_that_loaded_an_earlier_runs_snapshot_shows_no_recovery_time(tmp_path: Path):
-    from pglimits_core.analysis.queue_recovery import FOREIGN_STATE
+    from pglimits_core.workloads.queue.drills.recovery_tables import FOREIGN_STATE
 
     row = drill(tmp_path, "r1", "redis_reliable batch=1", "none", 0.9, lost=25_000)
     manifest = json.loads((tmp_path / "r1" / "manifest.json").read_text())

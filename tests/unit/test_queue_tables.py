@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pglimits_core.analysis.queue import any_verdict, cliff_table, latency_table, throughput_table
-from pglimits_core.analysis.queue_health import resources_table
-from pglimits_core.analysis.queue_readme import headline_table
+from pglimits_core.workloads.queue.health import resources_table
+from pglimits_core.workloads.queue.readme import headline_table
+from pglimits_core.workloads.queue.tables import (
+    any_verdict,
+    cliff_table,
+    latency_table,
+    throughput_table,
+)
 
 EMPTY_LATENCY = pd.DataFrame(columns=["variant", "offered_per_s", "e2e_p99_ms", "sustained"])
 
@@ -173,7 +178,7 @@ def test_a_burn_down_that_ran_out_because_it_was_fastest_keeps_the_point_a_lower
 
 
 def test_fairness_is_jains_index_over_the_consumers_acks_and_one_consumer_doing_all_scores_1_over_n():
-    from pglimits_core.analysis.queue import consumer_fairness, fairness_table
+    from pglimits_core.workloads.queue.tables import consumer_fairness, fairness_table
 
     assert consumer_fairness({"c0": 10, "c1": 10})["fairness_jain"] == 1.0
     starved = consumer_fairness({"c0": 100, "c1": 0, "c2": 0, "c3": 0})
@@ -189,7 +194,7 @@ def test_fairness_is_jains_index_over_the_consumers_acks_and_one_consumer_doing_
 
 
 def test_readme_fairness_block_sets_batched_claims_beside_batch_1_of_the_same_system():
-    from pglimits_core.analysis.queue_readme import fairness_lines
+    from pglimits_core.workloads.queue.readme import fairness_lines
 
     table = pd.DataFrame([
         {"variant": v, "durability_class": "periodic", "experiment": exp, "consumers": n, "rate": rate,
@@ -208,7 +213,7 @@ def test_readme_fairness_block_sets_batched_claims_beside_batch_1_of_the_same_sy
 
 
 def test_a_run_whose_cpu_split_leaves_a_core_unexplained_gives_no_client_bound_verdict():
-    from pglimits_core.analysis.queue import _no_verdict_on_unexplained_cpu
+    from pglimits_core.workloads.queue.tables import _no_verdict_on_unexplained_cpu
 
     runs = pd.DataFrame({"client_bound": [True, False, True], "other_cpu_pct": [90.0, 85.0, 3.0]})
     verdicts = _no_verdict_on_unexplained_cpu(runs).client_bound.tolist()

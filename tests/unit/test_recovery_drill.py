@@ -3,14 +3,14 @@ against the confirmed rate, and the durability facts every drill record carries.
 
 from __future__ import annotations
 
-from pglimits_core.studies.queue import variant
-from pglimits_core.studies.queue_recovery import drilled_variant
-from pglimits_core.studies.queue_recovery_record import (
+from pglimits_core.workloads.queue.drills.recovery import drilled_variant
+from pglimits_core.workloads.queue.drills.recovery_record import (
     DRILL_SCOPE,
     durability_facts,
     offered_and_confirmed,
 )
-from pglimits_core.workloads.queue.registry import adapter_class
+from pglimits_core.workloads.queue.points import variant
+from pglimits_core.workloads.queue.systems.registry import adapter_class
 
 
 def test_a_drill_label_finds_the_study_variant_whatever_its_option_order():

@@ -8,8 +8,8 @@ change and waited out its whole limit (a CI failure). Here the thread always win
 from __future__ import annotations
 
 from pglimits_core.servers.sqlite import SQLiteServer
-from pglimits_core.studies import queue_recovery
-from pglimits_core.studies.queue import variant
+from pglimits_core.workloads.queue.drills import recovery as queue_recovery
+from pglimits_core.workloads.queue.points import variant
 
 
 def test_a_restart_that_finishes_before_the_poll_starts_is_still_seen(tmp_path, monkeypatch):

@@ -10,11 +10,11 @@ import pytest
 from pglimits_core.datasets.corpus import CorpusSpec, generate_corpus
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
-from pglimits_core.studies.search import check_answer
-from pglimits_core.studies.search_plan import plan, variants_of
 from pglimits_core.workloads.search.bm25 import Bm25, agreement, tie_aware_agreement
 from pglimits_core.workloads.search.engines import lucene_body, variant
 from pglimits_core.workloads.search.http import KeepAliveHttp, read_response
+from pglimits_core.workloads.search.plan import plan, variants_of
+from pglimits_core.workloads.search.points import check_answer
 from pglimits_core.workloads.search.queries import (
     SearchQuery,
     bucket_edges,
@@ -190,7 +190,7 @@ def test_a_dataset_that_fails_verification_stops_the_study_before_any_server(tmp
     """One line naming the file and the fix; ``prepare`` runs before the fleet starts, so nothing
     is left running."""
     from pglimits_core.datasets.store import ensure_dataset
-    from pglimits_core.studies.search_plan import prepare
+    from pglimits_core.workloads.search.plan import prepare
 
     monkeypatch.setenv("PGLIMITS_DATA_DIR", str(tmp_path))
     profile = load_profile("test")

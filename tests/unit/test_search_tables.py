@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pglimits_core.analysis.search import (
+from pglimits_core.workloads.search.report import headline_table, search_flags, seed_comparison
+from pglimits_core.workloads.search.tables import (
     correctness_table,
     latency_table,
     peak_table,
@@ -14,7 +15,6 @@ from pglimits_core.analysis.search import (
     ranking_table,
     search_run_columns,
 )
-from pglimits_core.analysis.search_report import headline_table, search_flags, seed_comparison
 
 
 def client_row(run_id: str, variant: str, stream: str, clients: int, qps: float, p99: float = 2.0,

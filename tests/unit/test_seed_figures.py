@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pglimits_core.analysis.queue_durability import label
-from pglimits_core.analysis.seed_figures import CLAIMS, comparison_table, measured_pair
+from pglimits_core.workloads.queue.durability_tables import label
+from pglimits_core.workloads.queue.seed import CLAIMS, comparison_table, measured_pair
 
 PER_COMMIT = label("per_commit")
 
@@ -112,7 +112,7 @@ def test_a_lower_bound_travels_into_the_verdict():
 
 
 def test_a_lower_bound_that_could_reach_the_seeds_range_makes_the_verdict_inconclusive():
-    from pglimits_core.analysis.seed_figures import CLAIMS, Measured, judge
+    from pglimits_core.workloads.queue.seed import CLAIMS, Measured, judge
 
     claim = CLAIMS[0]  # Postgres two-phase / pipelined Redis: the seed's ratio is 4.1-5.9
     floor_a = Measured("pg_skiplocked batch=1", 1_000.0, "", durability_class="per_commit", lower_bound=True)

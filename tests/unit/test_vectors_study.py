@@ -9,8 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pglimits_core.analysis.vectors import all_tables, matched_table, sweep_table
-from pglimits_core.analysis.vectors_difficulty import difficulty, lid_mle, relative_contrast
 from pglimits_core.datasets.vectors import (
     VectorSpec,
     exact_top_k,
@@ -18,8 +16,10 @@ from pglimits_core.datasets.vectors import (
     recall_with_ties,
 )
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.studies.vectors import check_ef, recall_outcome, score_filtered
-from pglimits_core.studies.vectors_engines import filter_mask, pg_query_sql
+from pglimits_core.workloads.vectors.difficulty import difficulty, lid_mle, relative_contrast
+from pglimits_core.workloads.vectors.engines import filter_mask, pg_query_sql
+from pglimits_core.workloads.vectors.points import check_ef, recall_outcome, score_filtered
+from pglimits_core.workloads.vectors.tables import all_tables, matched_table, sweep_table
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -183,7 +183,7 @@ def test_the_pgvector_filter_is_a_where_clause_on_the_hnsw_scan():
 
 def test_a_damaged_dataset_is_refused_with_the_fix(tmp_path, monkeypatch):
     from pglimits_core.datasets.store import ensure_dataset
-    from pglimits_core.studies.vectors import Setup, dataset
+    from pglimits_core.workloads.vectors.points import Setup, dataset
 
     monkeypatch.setenv("PGLIMITS_DATA_DIR", str(tmp_path))
     setup = Setup(VectorSpec(count=200, dim=8, clusters=2, queries=5, latent_dim=3), 16, 64, 1e-5)
@@ -197,7 +197,7 @@ def test_a_damaged_dataset_is_refused_with_the_fix(tmp_path, monkeypatch):
 
 
 def test_the_plan_builds_first_sweeps_in_rounds_and_filters_last():
-    from pglimits_core.studies.vectors_plan import plan
+    from pglimits_core.workloads.vectors.plan import plan
     from pglimits_core.workloads.vectors.profile import VectorsProfile
 
     section = VectorsProfile(ef=[10, 40], clients=[1, 8], repetitions=2, duration_s=1,
@@ -223,7 +223,7 @@ def _matched_row(variant, clients, qps, box_cpu_pct, client_ms, server_ms):
 
 
 def test_a_rate_on_a_saturated_box_is_no_verdict_and_server_cpu_per_query_is_compared_instead():
-    from pglimits_core.analysis.vectors_report import seed_comparison
+    from pglimits_core.workloads.vectors.report import seed_comparison
 
     matched = pd.DataFrame([_matched_row("qdrant hnsw", 1, 640, 100.0, 0.45, 1.1),
                             _matched_row("pgvector hnsw", 1, 360, 100.0, 0.3, 2.5),
@@ -240,7 +240,7 @@ def test_a_rate_on_a_saturated_box_is_no_verdict_and_server_cpu_per_query_is_com
 
 
 def test_runs_with_cpu_the_split_does_not_explain_give_no_cpu_figures_and_no_verdict():
-    from pglimits_core.analysis.vectors import cpu_per_query
+    from pglimits_core.workloads.vectors.tables import cpu_per_query
 
     runs = pd.DataFrame({"ops_per_s": [10.0, 10.0], "client_cpu_pct": [5.0, 5.0], "server_cpu_pct": [90.0, 90.0],
                          "other_cpu_pct": [100.0, 110.0], "client_bound": [False, False]})

@@ -3,11 +3,11 @@ delivery latency and accounting, the ceiling, and the failure modes users run in
 
 from __future__ import annotations
 
-from pglimits_core.analysis import pubsub_report as report
-from pglimits_core.analysis.pubsub import all_tables, pubsub_frame
-from pglimits_core.studies.pubsub_plan import plan
+from pglimits_core.registry import Chart, Workload
+from pglimits_core.workloads.pubsub import report
+from pglimits_core.workloads.pubsub.plan import plan
 from pglimits_core.workloads.pubsub.profile import PubsubProfile
-from pglimits_core.workloads.registry import Chart, Workload
+from pglimits_core.workloads.pubsub.tables import all_tables, pubsub_frame
 
 WORKLOAD = Workload(
     name="pubsub",

@@ -4,15 +4,15 @@ consumer and server crash drills, and the backup/restore drill."""
 
 from __future__ import annotations
 
-from pglimits_core.analysis.queue import all_tables, queue_frame
-from pglimits_core.analysis.queue_backup import backup_chart, backup_tables
-from pglimits_core.analysis.queue_readme import readme_lines
-from pglimits_core.analysis.queue_report import SEED_NOTES, queue_sections
-from pglimits_core.analysis.seed_figures import comparison_table
-from pglimits_core.plotting import figures
-from pglimits_core.studies.queue_plan import plan
+from pglimits_core.registry import Chart, Workload
+from pglimits_core.workloads.queue import charts as figures
+from pglimits_core.workloads.queue.drills.backup_tables import backup_chart, backup_tables
+from pglimits_core.workloads.queue.plan import plan
 from pglimits_core.workloads.queue.profile import QueueProfile
-from pglimits_core.workloads.registry import Chart, Workload
+from pglimits_core.workloads.queue.readme import readme_lines
+from pglimits_core.workloads.queue.report import SEED_NOTES, queue_sections
+from pglimits_core.workloads.queue.seed import comparison_table
+from pglimits_core.workloads.queue.tables import all_tables, queue_frame
 
 
 def steady_chart(table):

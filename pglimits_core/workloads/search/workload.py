@@ -5,17 +5,17 @@ rates, ranking agreement."""
 
 from __future__ import annotations
 
-from pglimits_core.analysis.search import all_tables, search_frame
-from pglimits_core.analysis.search_report import (
+from pglimits_core.registry import Chart, Workload
+from pglimits_core.workloads.search import charts as search_figures
+from pglimits_core.workloads.search.plan import plan, prepare, server_options
+from pglimits_core.workloads.search.profile import SearchProfile
+from pglimits_core.workloads.search.report import (
     SEED_NOTES,
     readme_lines,
     report_sections,
     seed_comparison,
 )
-from pglimits_core.plotting import search_figures
-from pglimits_core.studies.search_plan import plan, prepare, server_options
-from pglimits_core.workloads.registry import Chart, Workload
-from pglimits_core.workloads.search.profile import SearchProfile
+from pglimits_core.workloads.search.tables import all_tables, search_frame
 
 WORKLOAD = Workload(
     name="search",

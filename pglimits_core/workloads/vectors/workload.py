@@ -3,8 +3,10 @@ exact scan's cost, each engine's build cost and the dataset's difficulty."""
 
 from __future__ import annotations
 
-from pglimits_core.analysis.vectors import all_tables, vectors_frame
-from pglimits_core.analysis.vectors_report import (
+from pglimits_core.registry import Chart, Workload
+from pglimits_core.workloads.vectors.plan import plan
+from pglimits_core.workloads.vectors.profile import VectorsProfile
+from pglimits_core.workloads.vectors.report import (
     SEED_NOTES,
     build_chart,
     filtered_chart,
@@ -14,9 +16,7 @@ from pglimits_core.analysis.vectors_report import (
     report_sections,
     seed_comparison,
 )
-from pglimits_core.studies.vectors_plan import plan
-from pglimits_core.workloads.registry import Chart, Workload
-from pglimits_core.workloads.vectors.profile import VectorsProfile
+from pglimits_core.workloads.vectors.tables import all_tables, vectors_frame
 
 WORKLOAD = Workload(
     name="vectors",

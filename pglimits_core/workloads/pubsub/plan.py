@@ -1,0 +1,96 @@
+"""The pub/sub study's plan: every point a profile's ``pubsub:`` section asks for, in run order.
+
+Repetitions are rounds over every variant (drift on the shared box spreads over all systems);
+the rate searches follow, then the failure modes (commit serialization, idle listeners, the
+stuck subscriber, the largest payload), once each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.studies.study import Point
+from pglimits_core.workloads.pubsub.failures import COMMIT_MODES, commit_point, payload_point
+from pglimits_core.workloads.pubsub.points import PubsubVariant, cliff, fanout_point, variant
+
+FILTERED = ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit")
+
+
+def plan(section: Any, profile: Any) -> list[Point]:
+    """``section`` is a ``workloads.pubsub.profile.PubsubProfile``."""
+    variants = [variant(**spec) for spec in section.variants]
+    check_filters(section, variants)
+    points = []
+    for repetition in range(section.repetitions):
+        for v in variants:
+            points += fanout_points(section, v, repetition)
+    points += [cliff_point(section.cliff, v) for v in chosen(section.cliff, variants)]
+    cs = section.commit_serialization
+    points += [_point("commit_serialization", v, commit_point, mode=mode, writers=cs.writers,
+                      notify_rate=cs.notify_rate, duration_s=cs.duration_s, warmup_s=cs.warmup_s, repetition=r)
+               for r in rounds(cs) for v in chosen(cs, variants) if v.server == "postgres" for mode in COMMIT_MODES]
+    points += [_point("idle_listeners", v, fanout_point, subscribers=il.subscribers, publishers=1, rate=None,
+                      duration_s=il.duration_s, warmup_s=il.warmup_s, idle=idle, experiment="idle_listeners",
+                      extra_params={"repetition": r})
+               for il in as_list(section.idle_listeners) for r in rounds(il) for v in chosen(il, variants)
+               for idle in il.idle]
+    st = section.stuck_subscriber
+    points += [_point("stuck_subscriber", v, fanout_point, subscribers=st.subscribers, publishers=1, rate=st.rate,
+                      duration_s=st.duration_s, warmup_s=st.warmup_s, payload_bytes=st.payload_bytes,
+                      stall_s=stall, experiment="stuck_subscriber", extra_params={"repetition": r})
+               for r in rounds(st) for v in chosen(st, variants) for stall in stalls(st)]
+    pl = section.payload_limit
+    return points + [_point("payload_limit", v, payload_point, sizes=list(pl.sizes)) for v in chosen(pl, variants)]
+
+
+def stalls(stuck: Any) -> list[float]:
+    """The stall, and 0 (nobody stuck, the same load) as its control."""
+    return [stuck.stall_s, 0.0] if stuck.control else [stuck.stall_s]
+
+
+def rounds(experiment: Any) -> range:
+    return range(experiment.repetitions if experiment is not None else 0)
+
+
+def as_list(experiment: Any) -> list[Any]:
+    """An experiment given once or as a list of variants' own settings."""
+    return [] if experiment is None else experiment if isinstance(experiment, list) else [experiment]
+
+
+def chosen(experiment: Any, variants: list[PubsubVariant]) -> list[PubsubVariant]:
+    return [v for v in variants if experiment is not None and experiment.includes(v.label)]
+
+
+def check_filters(section: Any, variants: list[PubsubVariant]) -> None:
+    """A label in an experiment's ``variants`` filter that names no variant is a typo that would
+    drop points silently: a one-line error naming it."""
+    labels = {v.label for v in variants}
+    experiments = [e for name in FILTERED for e in as_list(getattr(section, name))] + list(section.fanout)
+    for experiment in filter(None, experiments):
+        unknown = [label for label in experiment.variants if label not in labels]
+        if unknown:
+            raise PGLimitsError(f"pubsub: a variants filter names {unknown[0]!r}, which is not a variant of the profile",
+                                f"use one of: {', '.join(sorted(labels))}")
+
+
+def _point(name: str, v: PubsubVariant, function, **params: Any) -> Point:
+    return Point(name, v.label, v.server, params, lambda run: function(run.ctx, v, seed=run.seed, **params))
+
+
+def fanout_points(section: Any, v: PubsubVariant, repetition: int) -> list[Point]:
+    points = []
+    for sweep in section.fanout:
+        if not sweep.includes(v.label):
+            continue
+        rates = [*sweep.rates, *([None] if sweep.closed_loop else [])]
+        points += [_point("fanout", v, fanout_point, subscribers=n, publishers=sweep.publishers, rate=rate,
+                          duration_s=sweep.duration_s, warmup_s=sweep.warmup_s, payload_bytes=sweep.payload_bytes,
+                          extra_params={"repetition": repetition})
+                   for n in sweep.subscribers for rate in rates]
+    return points
+
+
+def cliff_point(cl: Any, v: PubsubVariant) -> Point:
+    return _point("cliff", v, cliff, subscribers=cl.subscribers, publishers=cl.publishers, start_rate=cl.start_rate,
+                  probe_s=cl.probe_s, p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes, repeats=cl.repeats)

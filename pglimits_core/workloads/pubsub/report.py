@@ -1,0 +1,222 @@
+"""The pub/sub study's charts, report sections, README lines and seed comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from pglimits_core.analysis.report import flag_points
+from pglimits_core.analysis.seed import AGREEMENT_SLACK
+from pglimits_core.plotting.figures import ENGINE_COLOURS, line_style_for
+from pglimits_core.plotting.figures import finish as _finish
+from pglimits_core.plotting.html_report import Section
+
+MARKERS = ["o", "s", "^", "D", "v"]
+SERVER_OF = {"pg_notify": "postgres", "redis_publish": "redis"}
+
+
+def colour_for(variant: str) -> str:
+    """A variant's system colour: the colour of its server (the queue study's Postgres and Redis)."""
+    return ENGINE_COLOURS.get(SERVER_OF.get(variant.split()[0], ""), "#595959")
+
+HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in autocommit, one publish = one "
+               "transaction, or `batch=n` notifications per transaction) vs Redis PUBLISH/SUBSCRIBE (redis-py; "
+               "`batch=n` = a pipeline of n). Subscribers are load workers listening before the first publish; "
+               "delivery latency runs from each message's *intended* publish time to its receipt; every "
+               "delivery is accounted per publisher and sequence number (lost, duplicated, reordered). "
+               "ᶜ = client-bound (the Python clients — publishers and subscribers — not the server, ran out of CPU: a floor for the server); "
+               "ˡ = lag-dominated (the publishers' own schedule lag is at least half the delivery p99: the tail was "
+               "made in the publisher, not in delivery); not sustained = the publishers fell below 95 % of the "
+               "offered rate (a stall, not a latency claim); runs \"with CPU unexplained\" = the machine was busier "
+               "than client + server account for (more than 20 % of a core: a neighbour, processes too short-lived "
+               "for the once-a-second sampler, or — in records taken before the machine's CPU was read from the "
+               "cgroup's exact counter — /proc/stat's tick sampling misreading light bursty load, which also failed "
+               "the sampler check of a few light runs: they are counted as failed); ᵇ = behind: subscribers were still receiving ≥ 1 % of the "
+               "messages after the publishers stopped — a growing backlog, not a delivery rate. Open-loop rows count "
+               "what the publishers achieved in the window (late sends are not throughput). One synchronous "
+               "publisher waits for each publish (for Postgres a transaction: an xid and a commit flushed to the "
+               "WAL), so flat-out rows with 1 publisher measure that publisher; 4 publishers remove that cap, but on "
+               "2 cores shared with 10 Python subscribers they are still client-bound (ᶜ): there the servers' own "
+               "cost, server CPU ms per 1,000 deliveries, is the figure that compares — between the systems at the "
+               "same point only (it depends on the load: idle cost weighs on low rates). The two make different "
+               "promises: a NOTIFY is transactional — delivered only if and after its transaction commits (here "
+               "after the commit's WAL flush, `synchronous_commit=on`) — and held for listeners that fall behind "
+               "in one queue shared by every listener (8 GB in PostgreSQL's documentation, not measured here: one "
+               "stuck listener pins it for all, and when it is full NOTIFY fails at commit); a PUBLISH is "
+               "fire-and-forget — no transaction, nothing persisted, a subscriber that is not connected (or is "
+               "dropped at its output-buffer limit) misses the message for good. Neither keeps a message for a "
+               "listener that was not listening.")
+
+CAPTIONS = {
+    "fanout": "Fan-out: published/s, deliveries/s and delivery latency per subscriber count; open-loop rates and "
+              "flat out (closed loop). Medians over repetitions; delivered/expected over every run",
+    "cliff": "The ceiling at the fan-out shown: highest publish rate with everything delivered and delivery p99 under "
+             "the bound (repeated probes near the edge). A failure marked lag-dominated was the publishers falling "
+             "behind on a box shared with the subscribers: the harness's ceiling here, not the server's. Rates within a "
+             "probe step or two of each other, with probes that passed and failed at the same rate, cannot be told apart",
+    "commit_serialization": "Commit serialization (Postgres): single-row writers alone; in an explicit "
+                            "transaction that also selects a message-sized value (the control: the same round "
+                            "trips); notifying in that transaction; and beside a separate NOTIFY publisher. What "
+                            "NOTIFY costs is notify_in_txn against txn_without_notify (which also pays for delivering its notifications "
+                            "to the listener on the same 2 cores). NOTIFY's commit lock would cap notifying commits "
+                            "near one per WAL flush; the rates here stay below that, so the lock is not shown to bind",
+    "idle_listeners": "Flat-out publishing with idle listeners on other channels",
+    "stuck_subscriber": "A stuck subscriber (subscriber 0 stops reading; Postgres: inside an open transaction). "
+                        "queue_full_in_s_extrapolated: when the Postgres notification queue would be full at the "
+                        "growth measured during the stall (a straight-line extrapolation, not observed). stall_s 0 is the control: the "
+                        "same load with nobody stuck. When others_p99_lag_dominated, the others' p99 is the single "
+                        "publisher's own schedule lag (it could not hold the rate), and says nothing about the stall",
+    "payload_limit": "The largest payload each accepts among the sizes tried (the exact error of the first size "
+                     "refused; with none refused the limit is only bounded below)",
+}
+NOTE = ("Every point is one recorded run on a fresh channel. <code>delivered_ratio</code> = deliveries counted by the "
+        "subscribers / messages the publishers confirmed × subscribers; <code>sustained</code> = publishers kept "
+        "≥ 95 % of the offered rate; <span class='flag'>client-bound</span> = the load workers (publishers and "
+        "subscribers, all Python processes on the same 2 cores) ran out of CPU.")
+
+
+def fanout_chart(table: pd.DataFrame) -> plt.Figure:
+    """Deliveries/s and delivery p99 vs publish rate (open loop), one marker per fan-out."""
+    rows = table[table.rate != "flat out"].copy()
+    rows["rate"] = rows.rate.astype(float)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fanouts = sorted(rows.subscribers.unique())
+    for (label, n, publishers), group in rows.groupby(["variant", "subscribers", "publishers"]):
+        style = {"color": colour_for(label), "linestyle": line_style_for(label, rows.variant),
+                 "marker": MARKERS[fanouts.index(n) % len(MARKERS)],
+                 "label": f"{label} ×{int(n)}, {int(publishers)} pub."}
+        group = group.sort_values("rate")
+        left.plot(group.rate, group.deliveries_per_s, **style)
+        right.plot(group.rate, group.delivery_p99_ms, **style)
+    left.set(xlabel="offered publish rate (msg/s)", ylabel="deliveries/s", yscale="log",
+             title="Deliveries per second (×n = subscribers)")
+    right.set(xlabel="offered publish rate (msg/s)", ylabel="delivery p99 (ms)", yscale="log",
+              title="Delivery p99 (from intended publish)")
+    _finish(right)
+    left.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def cliff_chart(points: pd.DataFrame) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, group in points.groupby("variant"):
+        group = group.sort_values("offered_rate")
+        ax.plot(group.offered_rate, group.delivery_p99_ms, color=colour_for(label),
+                linestyle=line_style_for(label, points.variant), label=label, alpha=0.6)
+        ax.scatter(group.offered_rate, group.delivery_p99_ms, color=colour_for(label),
+                   marker="o", facecolors=["none" if not p else colour_for(label) for p in group.passed])
+    for bound in sorted(set(points.p99_bound_ms.dropna())):
+        ax.axhline(bound, color="#7f7f7f", linestyle=":", linewidth=1, label=f"p99 bound {bound:g} ms")
+    ax.set(xlabel="offered publish rate (msg/s)", ylabel="delivery p99 (ms)", yscale="log",
+           title="Pub/sub ceiling: every probe (hollow = failed the SLO)")
+    _finish(ax)
+    return fig
+
+
+def commit_chart(table: pd.DataFrame) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    labels = [f"{r.variant}\n{r.mode}" for r in table.itertuples()]
+    ax.bar(labels, table.writer_tps, color=[colour_for(v) for v in table.variant])
+    ax.set(ylabel="writer transactions/s", title="Unrelated writers with and without NOTIFY")
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
+
+
+def sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]) -> tuple[list[Section], list[Section]]:
+    headline = [(caption, flag_points(tables[key])) for key, caption in CAPTIONS.items()
+                if key in tables and not tables[key].empty]
+    pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
+    reference = [("Every rate-search probe", flag_points(tables["cliff_points"]))] \
+        if "cliff_points" in tables and not tables["cliff_points"].empty else []
+    return ([Section("Pub/sub: tables", [NOTE], headline), Section("Pub/sub: figures", figures=pngs)],
+            [Section("Pub/sub: every rate-search probe", tables=reference, collapsed=True)] if reference else [])
+
+
+def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Flat out and the highest open-loop rate per variant × fan-out: the README's table."""
+    fanout = tables.get("fanout", pd.DataFrame())
+    if fanout.empty:
+        return fanout
+    rows = []
+    for row in fanout.itertuples():
+        mark = " ᶜ" if row.client_bound else ""
+        rate = row.rate if row.rate == "flat out" else f"{float(row.rate):,.0f}"
+        rate += " (not sustained)" if row.sustained is False else ""
+        lag = "" if row.publisher_lag_p99_ms is None or pd.isna(row.publisher_lag_p99_ms) \
+            else f"{row.publisher_lag_p99_ms:.2f}"
+        runs = f"{row.runs}" + (f" (+{row.failed_runs} failed)" if row.failed_runs else "") \
+            + (f", {row.busy_neighbour_runs} with CPU unexplained" if row.busy_neighbour_runs else "")
+        rows.append({"variant": row.variant, "subscribers": row.subscribers, "publishers": row.publishers,
+                     "offered msg/s": rate, "published/s": row.published_per_s_range,
+                     "deliveries/s": f"{row.deliveries_per_s_range}{mark}" + (" ᵇ" if _behind(row) else ""),
+                     "server CPU ms / 1k deliveries": "" if pd.isna(row.server_cpu_ms_per_1k) else f"{row.server_cpu_ms_per_1k:.1f}",
+                     "delivery p99 ms": row.delivery_p99_range_ms + (" ˡ" if row.lag_dominated else ""),
+                     "publisher lag p99 ms": lag, "delivered/expected": f"{row.delivered}/{row.expected}",
+                     "runs": runs})
+    return pd.DataFrame(rows)
+
+
+def _behind(row) -> bool:
+    from pglimits_core.workloads.pubsub.tables import BEHIND_PCT
+
+    return row.behind_at_end_pct is not None and not pd.isna(row.behind_at_end_pct) and row.behind_at_end_pct >= BEHIND_PCT
+
+
+def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
+    lines = [f"{HOW_TO_READ} {links}", "", headline(tables).to_markdown(index=False), ""]
+    for key in ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit"):
+        table = tables.get(key)
+        if table is not None and not table.empty:
+            lines += [f"{CAPTIONS[key]}:", "", table.to_markdown(index=False), ""]
+    return lines
+
+
+SEED = {"published_per_s": (11_700, 14_200), "delivery_p99_ms": (2.0, 1.7)}
+SEED_NOTES = ["Pub/sub: the source measured fan-out ×10 on 7 vCPU: Postgres ~11.7k messages/s published (117k "
+              "deliveries/s), p99 2.0 ms; Redis ~14.2k/142k, p99 1.7 ms. Ours: flat out (closed loop) at fan-out "
+              "10 with the most publishers measured, one publish per transaction vs one PUBLISH per round trip, on "
+              "this box's 2 cores shared by publishers, 10 Python subscribers and the server. Only a ratio from "
+              "points where the servers, not our clients, set the rate would compare with the source's; where our "
+              "clients are the limit (client-bound) the verdict says so and no ratio is judged. Our flat-out p99 "
+              "is that of a saturated closed loop, not comparable with the source's 2.0 / 1.7 ms."]
+
+
+def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The source's Postgres/Redis ratios beside ours (fan-out 10, flat out, batch 1)."""
+    fanout = tables.get("fanout", pd.DataFrame())
+    if fanout.empty:
+        return pd.DataFrame()
+    flat = fanout[(fanout.subscribers == 10) & (fanout.rate == "flat out")]
+    flat = flat[flat.publishers == flat.publishers.max()].set_index("variant") if len(flat) else flat
+    pg, redis = "pg_notify batch=1", "redis_publish batch=1"
+    rows = []
+    for metric, (seed_pg, seed_redis) in SEED.items():
+        a = flat[metric].get(pg) if metric in flat else None
+        b = flat[metric].get(redis) if metric in flat else None
+        ours = a / b if a is not None and b and not pd.isna(a) and not pd.isna(b) else None
+        bound = any(v is True or v is np.True_ for v in flat.client_bound) if len(flat) else False
+        busy = int(flat.busy_neighbour_runs.sum()) if "busy_neighbour_runs" in flat else 0
+        rows.append({"source": "pub/sub fan-out ×10 (7 vCPU)", "figure": metric.replace("_", " "),
+                     "A / B": f"{pg} / {redis}", "seed A": seed_pg, "seed B": seed_redis,
+                     "seed ratio A/B": round(seed_pg / seed_redis, 2),
+                     "ours A": None if a is None else round(float(a), 2), "ours B": None if b is None else round(float(b), 2),
+                     "our ratio A/B": None if ours is None else round(ours, 2),
+                     "verdict": verdict(seed_pg / seed_redis, ours, bound, busy)})
+    return pd.DataFrame(rows)
+
+
+def verdict(seed: float, ours: float | None, client_bound: bool, busy_runs: int = 0) -> str:
+    if ours is None:
+        return "not measured on both sides"
+    if client_bound:
+        return "inconclusive: client-bound (our Python subscribers set the rate, not the servers)"
+    if busy_runs:
+        return f"inconclusive: CPU outside client and server in {busy_runs} of the runs compared"
+    if seed / AGREEMENT_SLACK <= ours <= seed * AGREEMENT_SLACK:
+        return "agree"
+    return "same direction, different size" if (ours > 1) == (seed > 1) else "differ"

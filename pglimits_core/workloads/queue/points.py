@@ -1,0 +1,274 @@
+"""Queue study recipes: consumer sweep (throughput), latency at matched rates, the cliff, crash recovery.
+
+Each point resets the queue, prefills it where the experiment needs a backlog, settles it
+(Postgres: VACUUM ANALYZE, so every point starts from the same state), runs one load spec
+through ``runner.run_recorded`` (so it lands as a run record), then proves exactly-once
+accounting: produced = acknowledged + drained afterwards; lost and duplicated ids are counted.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pglimits_core.config import data_dir
+from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
+from pglimits_core.load import (
+    ClosedLoop,
+    OpenLoop,
+    Phase,
+    PointResult,
+    Role,
+    RunSpec,
+    Slo,
+    search_rate,
+)
+from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
+from pglimits_core.workloads.queue.ops import ConsumeOp, EnqueueOp, SteadyEnqueueOp
+from pglimits_core.workloads.queue.systems.registry import (
+    make_adapter,
+    server_for,
+    validate_options,
+)
+
+STUDY = "queue"
+PREFILL_BATCH = 500
+IDLE_SLEEP_S = 0.001  # consumer back-off on an empty queue; the seed's Go loop slept 5 ms
+DRAIN_LIMIT_S = 60.0
+DRAIN_BATCH = 500  # messages per claim in the untimed drain after a point
+
+
+@dataclass(frozen=True)
+class QueueVariant:
+    """One system with its options, e.g. label "pg_delete b10" = pg_delete with batch 10."""
+
+    label: str
+    system: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        return server_for(self.system)
+
+    @property
+    def batch(self) -> int:
+        return int(self.options.get("batch", 1))
+
+
+def variant(system: str, label: str | None = None, **options: Any) -> QueueVariant:
+    """A validated variant (unknown system/option or batch < 1: one-line PGLimitsError)."""
+    resolved = validate_options(system, options)
+    return QueueVariant(label or _default_label(system, resolved), system, resolved)
+
+
+def _default_label(system: str, options: dict[str, Any]) -> str:
+    extras = " ".join(f"{k}={v}" for k, v in sorted({"batch": 1, **options}.items()))
+    return f"{system} {extras}"
+
+
+# --- queue state ----------------------------------------------------------------------------
+def fresh_queue(ctx: Context, v: QueueVariant):
+    adapter = make_adapter(v.system, ctx.endpoints[v.server].url, **v.options, worker_id="study")
+    adapter.open()
+    adapter.setup()
+    adapter.reset()
+    return adapter
+
+
+def prefill(adapter, count: int, seed: int) -> list[str]:
+    """Enqueue ``count`` messages in batches; returns their ids."""
+    messages, ids = MessageGenerator(seed, producer="prefill"), []
+    while len(ids) < count:
+        payloads = stamp_batch(messages.templates(min(PREFILL_BATCH, count - len(ids))))
+        adapter.enqueue(payloads)
+        ids += [decode(p)[0] for p in payloads]
+    return ids
+
+
+def drain(adapter, limit_s: float = DRAIN_LIMIT_S) -> tuple[list[str], bool]:
+    """Claim+ack everything left (untimed); returns the ids and whether the queue emptied."""
+    ids, deadline = [], time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        messages = adapter.take(DRAIN_BATCH)
+        if not messages:
+            return ids, adapter.depth() == 0
+        ids += [decode(m.payload)[0] for m in messages]
+    return ids, False
+
+
+def account(produced: list[str], consumed: list[str], drained: list[str], emptied: bool) -> dict[str, Any]:
+    """Exactly-once accounting over message ids."""
+    delivered = consumed + drained
+    unique = set(delivered)
+    return {"produced": len(produced), "acknowledged_in_run": len(consumed), "drained_after": len(drained),
+            "duplicates": len(delivered) - len(unique), "lost": len(set(produced) - unique),
+            "unexpected": len(unique - set(produced)), "drain_complete": emptied}
+
+
+def read_worker_stats(ledger: Path) -> dict[str, float]:
+    """The adapters' own counters summed over every load worker (numbers only)."""
+    totals: dict[str, float] = {}
+    for path in sorted(ledger.glob("*.stats.json")):
+        for key, value in json.loads(path.read_text()).items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0) + value
+    return totals
+
+
+def read_ledger(ledger: Path, op_name: str) -> list[str]:
+    """Every id the workers of ``op_name`` recorded (``queue_ops``: one line per batch)."""
+    return [i for _, ids in read_ledger_batches(ledger, op_name) for i in ids]
+
+
+def read_ledger_batches(ledger: Path, op_name: str) -> list[tuple[int, list[str]]]:
+    """``(wall-clock ns, ids)`` per recorded batch of every worker of ``op_name``."""
+    return [batch for path in sorted(ledger.glob(f"{op_name}-*.ids")) for batch in read_ledger_batches_of(path)]
+
+
+def read_ledger_batches_of(path: Path) -> list[tuple[int, list[str]]]:
+    """One worker's ledger file; a line cut short by a kill is skipped (its batch is then "in
+    doubt", as one the worker never wrote)."""
+    batches = []
+    for line in path.read_text().split("\n")[:-1]:  # the text after the last newline is cut
+        stamp, *ids = line.split(" ")
+        batches.append((int(stamp), ids))
+    return batches
+
+
+# --- experiments ----------------------------------------------------------------------------
+def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
+    return [Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)]
+
+
+def exactly_once(adapter, ledger: Path, produced: list[str]) -> dict[str, Any]:
+    """The sweeps' judgement: drain what is left, account every id; and how the acknowledged
+    messages spread over the consumers (fairness: a batched claim can starve the others)."""
+    drained, emptied = drain(adapter)
+    return {**account(produced + read_ledger(ledger, "enqueue"), read_ledger(ledger, "consume"),
+                      drained, emptied),
+            "consumer_acks": consumer_acks(ledger)}
+
+
+def consumer_acks(ledger: Path) -> dict[str, int]:
+    """Messages each consumer acknowledged over the run (warm-up and window), by worker tag."""
+    return {path.name.removeprefix("consume-").removesuffix(".ids"): sum(len(ids) for _, ids in batches)
+            for path in sorted(ledger.glob("consume-*.ids"))
+            for batches in [read_ledger_batches_of(path)]}
+
+
+def _run_point(ctx: Context, v: QueueVariant, experiment: str, roles_for, phases, params: dict,
+               prefill_count: int, seed: int, judge=exactly_once) -> RecordedRun:
+    """One recorded load run on a fresh, prefilled, settled queue; ``judge(adapter, ledger,
+    produced) -> dict`` accounts for it afterwards (into the manifest's ``params.outcome``)."""
+    ledger = Path(tempfile.mkdtemp(prefix="ledger-", dir=_scratch()))
+    spec = RunSpec(phases=phases, roles=roles_for(str(ledger)), seed=seed, start_method="fork")
+    params = {"experiment": experiment, "variant": v.label, "options": v.options,
+              "prefill": prefill_count, **params}
+    name = f"{experiment}:{v.label}"
+    reused = ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()})
+    if reused:  # measured before an interruption: checked first, so no queue is set up for it
+        shutil.rmtree(ledger, ignore_errors=True)
+        return reused
+    adapter = fresh_queue(ctx, v)
+    try:
+        produced = prefill(adapter, prefill_count, seed)
+        start_state = adapter.settle()  # every point starts from the same state (see settle())
+
+        def after(_result) -> dict[str, Any]:
+            return {**judge(adapter, ledger, produced), "adapter": adapter.describe(),
+                    "worker_stats": read_worker_stats(ledger), "start_state": start_state}
+
+        return run_recorded(ctx, STUDY, v.system, name, v.server, spec,
+                            params, tables=adapter.describe().get("tables"), after=after)
+    finally:
+        adapter.close()
+        shutil.rmtree(ledger, ignore_errors=True)
+
+
+def _scratch() -> Path:
+    path = data_dir() / "scratch"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def throughput_point(ctx: Context, v: QueueVariant, consumers: int, prefill_count: int,
+                     duration_s: float, warmup_s: float = 1.0, seed: int = 0) -> RecordedRun:
+    """Closed-loop burn-down: ``consumers`` drain a prefilled backlog as fast as they can."""
+    url = ctx.endpoints[v.server].url
+
+    def roles(ledger: str) -> list[Role]:
+        op = ConsumeOp(v.system, url, v.options, v.batch, ledger, seed)
+        return [Role("consumer", op, workers=consumers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S))]
+
+    return _run_point(ctx, v, "throughput", roles, _phases(warmup_s, duration_s),
+                      {"consumers": consumers}, prefill_count, seed)
+
+
+def steady_point(ctx: Context, v: QueueVariant, consumers: int, producers: int, target_depth: int,
+                 duration_s: float, warmup_s: float = 1.0, batch: int = 10, seed: int = 0) -> RecordedRun:
+    """Producer/consumer steady state: producers hold the backlog near ``target_depth`` (enqueue
+    batches of ``batch`` only while below it), ``consumers`` claim as fast as they can."""
+    url = ctx.endpoints[v.server].url
+
+    def roles(ledger: str) -> list[Role]:
+        producer = SteadyEnqueueOp(v.system, url, v.options, batch, ledger, seed, target_depth=target_depth)
+        consumer = ConsumeOp(v.system, url, v.options, v.batch, ledger, seed)
+        return [Role("producer", producer, workers=producers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S)),
+                Role("consumer", consumer, workers=consumers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S))]
+
+    params = {"consumers": consumers, "producers": producers, "target_depth": target_depth,
+              "producer_batch": batch}
+    return _run_point(ctx, v, "steady", roles, _phases(warmup_s, duration_s), params, target_depth, seed)
+
+
+def latency_point(ctx: Context, v: QueueVariant, rate: float, producers: int, consumers: int,
+                  duration_s: float, warmup_s: float = 1.0, seed: int = 0,
+                  experiment: str = "latency", extra_params: dict | None = None) -> RecordedRun:
+    """Open-loop producers at ``rate`` msg/s (one message per enqueue) + closed-loop consumers."""
+    url = ctx.endpoints[v.server].url
+
+    def roles(ledger: str) -> list[Role]:
+        producer = EnqueueOp(v.system, url, v.options, 1, ledger, seed)
+        consumer = ConsumeOp(v.system, url, v.options, v.batch, ledger, seed)
+        return [Role("producer", producer, workers=producers, loop=OpenLoop(rate=rate, drain_s=2.0)),
+                Role("consumer", consumer, workers=consumers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S))]
+
+    params = {"rate": rate, "producers": producers, "consumers": consumers, **(extra_params or {})}
+    return _run_point(ctx, v, experiment, roles, _phases(warmup_s, duration_s), params, 0, seed)
+
+
+def point_result(run: RecordedRun, rate: float, duration_s: float) -> PointResult:
+    """What the rate search needs from a latency point: achieved, p50/p99 end to end, and the
+    backlog growth as a fraction of the offered rate (produced/s − consumed/s, over rate)."""
+    entries = {e.role: e for e in run.summary.entries if e.phase == "measure"} if run.summary else {}
+    producer, consumer = entries.get("producer"), entries.get("consumer")
+    e2e = consumer.latencies.get("end_to_end") if consumer else None
+    consumed = consumer.items_per_s if consumer else 0.0
+    achieved = min(producer.achieved_rate or 0.0, consumed) if producer else 0.0
+    backlog = max(0.0, (producer.items_per_s if producer else 0.0) - consumed) / rate
+    return PointResult(offered=rate, achieved=achieved, p50_us=e2e.p50_us if e2e else None,
+                       p99_us=e2e.p99_us if e2e else None, backlog_growth=backlog)
+
+
+def cliff(ctx: Context, v: QueueVariant, start_rate: float, producers: int, consumers: int,
+          probe_s: float, p99_bound_ms: float, max_probes: int, seed: int = 0, repeats: int = 3):
+    """Rate search for the highest sustainable rate; every probe is a recorded latency point.
+
+    The SLO is judged on end-to-end latency from the *intended* send, over messages whose send
+    started inside the window (late sends count against the achieved rate), and a rate holds
+    only when ``repeats`` probes at it all pass (``load.ratesearch``)."""
+    slo = Slo(p99_bound_us=p99_bound_ms * 1000, min_achieved_fraction=0.95, max_backlog_growth=0.05)
+
+    def measure_at(rate: float) -> PointResult:
+        run = latency_point(ctx, v, rate, producers, consumers, probe_s, warmup_s=1.0, seed=seed,
+                            experiment="cliff", extra_params={"slo": vars(slo)})
+        if run.status != "complete" or run.summary is None:  # a failed probe never holds a rate
+            return PointResult(offered=rate, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": run.error})
+        return point_result(run, rate, probe_s)
+
+    return search_rate(measure_at, slo, start_rate=start_rate, max_probes=max_probes, repeats=repeats)

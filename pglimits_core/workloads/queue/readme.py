@@ -1,0 +1,160 @@
+"""The queue study's part of the README results block: one headline row per variant, grouped by
+durability class, the crash drills, the consumer-crash drill, the backup/restore drill."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pglimits_core.workloads.queue import tables as queue_tables
+from pglimits_core.workloads.queue.drills.backup_tables import backup_lines
+from pglimits_core.workloads.queue.drills.consumer_crash_tables import consumer_crash_lines
+from pglimits_core.workloads.queue.drills.recovery_tables import FOREIGN_STATE, SIGKILL_NOTE
+from pglimits_core.workloads.queue.durability_tables import UNKNOWN, label, sort_by_class
+from pglimits_core.workloads.queue.tables import any_verdict, flag_set
+
+HOW_TO_READ = (
+    "Rows are grouped by durability class (fsync per commit / periodic / none): compare within a "
+    "class. Median over the runs that measured the point (min–max; `k of n runs` when fewer than "
+    "all did); `@n` = at n consumers; `≥ x (producer-bound)` / `≥ x (backlog ran out)` = a lower "
+    "bound: the consumers waited on the producers or on an empty backlog, so they can do at least "
+    "x; ᶜ = client-bound (the Python harness, not the server, was the limit — see `pglimits bench "
+    "harness`; not applicable to SQLite, whose engine runs in the client). End-to-end latency runs "
+    "from each message's intended send time to its claim.")
+
+
+def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
+    """How to read it (and where the full tables are), the headline table, then the crash drill
+    and consumer-crash blocks."""
+    lines = [f"{HOW_TO_READ} {links}", "", headline_table(tables).to_markdown(index=False), ""]
+    return (lines + recovery_lines(tables.get("recovery")) + consumer_crash_lines(tables.get("consumer_crash"))
+            + fairness_lines(tables.get("fairness")) + backup_lines(tables.get("backup")))
+
+
+def _spread_text(row: pd.Series, with_consumers: bool = False) -> str:
+    where = f"@{row.consumers:.0f}" if with_consumers else ""
+    return queue_tables.rate_text(row, where) + (" ᶜ" if queue_tables.flag_set(row.client_bound) else "")
+
+
+def _at_consumers(table: pd.DataFrame, consumers: int) -> pd.Series:
+    rows = table[table.consumers == consumers].set_index("variant")
+    return rows.apply(_spread_text, axis=1)
+
+
+def _peak(table: pd.DataFrame) -> pd.Series:
+    """Each variant's best consumer count (highest median; a lower bound counts at its floor),
+    with that count named."""
+    measured = table.dropna(subset=["jobs_per_s"])
+    best = measured.loc[measured.groupby("variant").jobs_per_s.idxmax()].set_index("variant")
+    return best.apply(lambda r: _spread_text(r, with_consumers=True), axis=1)
+
+
+def _classes(tables: dict[str, pd.DataFrame]) -> pd.Series:
+    """Each variant's durability class, from whichever table measured it."""
+    frames = [t[["variant", "durability_class"]] for t in tables.values() if {"variant", "durability_class"} <= set(t)]
+    both = pd.concat(frames) if frames else pd.DataFrame(columns=["variant", "durability_class"])
+    return both.drop_duplicates("variant").set_index("variant").durability_class
+
+
+def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per variant, grouped by durability class: burn-down jobs/s at 1 consumer and at its best
+    consumer count, the steady-state peak, e2e p99 at each offered rate (or 'not sustained'),
+    and the cliff."""
+    sweep = tables["throughput"]
+    low = int(sweep.consumers.min())
+    head = pd.DataFrame({f"burn-down jobs/s, {low} consumer{'s' if low > 1 else ''}": _at_consumers(sweep, low),
+                         "burn-down jobs/s, peak @consumers": _peak(sweep)})
+    if not tables["steady"].empty:
+        head["steady-state jobs/s, peak @consumers"] = _peak(tables["steady"])
+    for rate, group in tables["latency"].groupby("offered_per_s"):
+        med = group.groupby("variant").agg(p99=("e2e_p99_ms", "median"), low=("e2e_p99_ms", "min"),
+                                           high=("e2e_p99_ms", "max"), ok=("sustained", "all"),
+                                           bound=("client_bound", any_verdict))
+        head[f"e2e p99 ms at {rate:,.0f}/s"] = med.apply(_latency_cell, axis=1)
+    if not tables["cliff"].empty:
+        head["highest sustained rate (cliff), msg/s"] = tables["cliff"].set_index("variant").apply(_cliff_cell, axis=1)
+    head = head.rename_axis("variant").reset_index()
+    head.insert(1, "durability_class", _classes(tables).reindex(head.variant).fillna(UNKNOWN).to_numpy())
+    head = sort_by_class(head, ["variant"])
+    return head.assign(durability_class=head.durability_class.map(label)).rename(
+        columns={"durability_class": "durability class"}).fillna("—")
+
+
+def _latency_cell(point) -> str:
+    """Median p99 over the runs (min–max), ᶜ when any run was client-bound."""
+    if not point.ok:
+        return "not sustained"
+    spread = f" ({point.low:.2f}–{point.high:.2f})" if point.high > point.low else ""
+    return f"{point.p99:.2f}{spread}" + (" ᶜ" if point.bound else "")
+
+
+def _cliff_cell(point) -> str:
+    """The held rate, the first rate that failed (the cliff lies between), ᶜ when a probe at the
+    held rate was client-bound (then the harness, not the server, set it)."""
+    if pd.isna(point.sustainable_per_s):
+        # probed, and not even the search's lowest rate held: that is a finding, not a blank
+        return "—" if pd.isna(point.first_failed_per_s) else f"< {point.first_failed_per_s:,.0f} (no probed rate held)"
+    failed = f" (fails at {point.first_failed_per_s:,.0f})" if not pd.isna(point.first_failed_per_s) else ""
+    return f"{point.sustainable_per_s:,.0f}{failed}" + (" ᶜ" if flag_set(point.get("client_bound")) else "")
+
+
+def recovery_lines(recovery: pd.DataFrame) -> list[str]:
+    """The crash drill block: per variant the median (min–max) over its drills, and what the
+    drill can and cannot show."""
+    if recovery is None or recovery.empty:
+        return []
+    shown = pd.DataFrame({
+        "variant": recovery.variant, "durability class": recovery.durability_class.map(label),
+        "kill_target": recovery.kill_target, "drills": recovery.drills, "lost (all drills)": recovery.lost,
+        "time to first claim, s": [_first_claim(r) for r in recovery.itertuples()],
+        "WAL to replay, MiB": [_median_range(r.wal_to_replay_mb, r.wal_to_replay_mb_min, r.wal_to_replay_mb_max, "{:.1f}")
+                               for r in recovery.itertuples()],
+        "SIGKILL cannot lose (by configuration)": recovery.survives_sigkill})
+    return ["Crash drill (SIGKILL mid-load, restart, time to the first successful claim; median (min–max) over "
+            "the drills):", "", shown.astype(object).where(shown.notna(), "—").to_markdown(index=False), "",
+            f"{SIGKILL_NOTE}. Postgres restart time is WAL replay: `WAL to replay` is the WAL written since the "
+            "last checkpoint when the server was killed (bounded by `checkpoint_timeout`/`max_wal_size`); "
+            "the `queue-recovery` figure plots time against it, one point per drill.", ""]
+
+
+def _first_claim(row) -> str:
+    """A queue that lost everything has nothing to claim: its time is the first (empty) answer."""
+    if FOREIGN_STATE in str(row.note):
+        return f"— ({FOREIGN_STATE}: not this drill's recovery; see the recovery table's note)"
+    spread = _median_range(row.recovery_s, row.recovery_s_min, row.recovery_s_max, "{:.3f}")
+    return f"— (nothing survived; first empty answer {spread})" if "nothing left to claim" in str(row.note) else spread
+
+
+def _median_range(median: float, low: float, high: float, number: str) -> str:
+    if pd.isna(median):
+        return "—"
+    spread = f" ({number.format(low)}–{number.format(high)})" if high > low else ""
+    return number.format(median) + spread
+
+
+def fairness_lines(fairness: pd.DataFrame | None) -> list[str]:
+    """Fairness of the batched claims beside batch 1 of the same system: per variant, the median
+    Jain index (and the least-served consumer's share of the mean) at each point with 4 or more
+    consumers. Only systems with a batch-50 variant are shown: the cost the source names."""
+    if fairness is None or fairness.empty:
+        return []
+    systems = {v.split()[0] for v in fairness.variant if "batch=50" in v.split()}
+    rows = fairness[fairness.variant.map(lambda v: v.split()[0] in systems) & (fairness.consumers >= 4)]
+    if rows.empty:
+        return []
+    rows = rows.assign(point=[_fairness_point(r) for r in rows.itertuples()],
+                       cell=[f"{r.fairness_jain:.3f} ({r.consumer_min_share:.2f})" for r in rows.itertuples()])
+    order = rows.sort_values(["experiment", "consumers", "rate"], ascending=[False, True, True]).point.unique()
+    shown = rows.pivot_table(index=["variant", "durability_class"], columns="point", values="cell",
+                             aggfunc="first")[list(order)].reset_index()
+    shown = sort_by_class(shown, ["variant"])
+    shown["durability_class"] = shown.durability_class.map(label)
+    shown = shown.rename(columns={"durability_class": "durability class"}).rename_axis(columns=None)
+    return ["**Fairness of batched claims.** Jain's index over the consumers' acknowledged messages (1 = equal "
+            "shares, 1/n = one consumer did everything), median over the runs, with the least-served consumer's "
+            "share of the mean in brackets:", "", shown.fillna("—").to_markdown(index=False), ""]
+
+
+def _fairness_point(row) -> str:
+    if row.experiment == "latency" and not pd.isna(row.rate):
+        return f"{row.consumers:.0f} consumers at {row.rate:,.0f}/s"
+    return f"burn-down, {row.consumers:.0f} consumers"

@@ -1,0 +1,74 @@
+"""The queue study's part of the report: captions, how to read the flags, the seed ratios' rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pglimits_core.analysis.report import flag_points
+from pglimits_core.plotting.html_report import Section
+from pglimits_core.workloads.queue.drills.backup_tables import BACKUP_CAPTION
+from pglimits_core.workloads.queue.drills.consumer_crash_tables import CONSUMER_CRASH_CAPTION
+from pglimits_core.workloads.queue.seed import AGREEMENT_SLACK
+
+CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b> (fsync per commit / periodic / "
+                     "none) and is grouped by it: compare variants within a class, since a class promises more "
+                     "than the next. Flags: <span class='flag'>client-bound</span> = the load generator, not the "
+                     "server, ran out of CPU (the point is a floor for the server); a blank (—) client-bound "
+                     "cell means the verdict does not apply (SQLite: its engine runs inside the client) or was "
+                     "not recorded; <span class='flag'>NOT SUSTAINED</span> = achieved/consumed below 95 % of "
+                     "offered (its latency is not a claim at that rate); <span class='flag'>LOWER BOUND (≥)</span> "
+                     "= every run of the point had its consumers wait on something else — a burn-down that "
+                     "emptied its prefill inside the window (<span class='flag'>backlog ran out</span>) or a "
+                     "steady-state point whose producers never reached the target depth (<span class='flag'>"
+                     "depth not held</span>, producer-bound) — so the consumers can do at least that rate. "
+                     "<code>runs</code> counts the runs behind the number, <code>runs_recorded</code> every run "
+                     "of the point. End-to-end latency runs from each message's intended send time to its claim.")
+
+CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)",
+            "steady": "Steady state per consumer count (producers hold a target depth; ≥ = producer-bound)",
+            "latency": "Latency at matched offered rates (open loop; enqueue from the intended start, "
+                       "end to end from the intended send time to the claim)",
+            "cliff": "The cliff: highest sustainable rate and the first rate that failed",
+            "cliff_points": "Every rate-search probe",
+            "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
+                        "cache, so 0 lost does not separate durability classes (an OS crash would)",
+            "consumer_crash": CONSUMER_CRASH_CAPTION,
+            "backup": BACKUP_CAPTION,
+            "fairness": "Fairness: how evenly the consumers shared the acknowledged messages, per run (warm-up and "
+                        "window): Jain's index (1 = equal shares, 1/n = one consumer did everything) and the "
+                        "least / most a consumer did as a share of the mean; medians over the runs. Batched claims "
+                        "(50 per claim) are said to cost fairness: compare with batch 1 of the same system"}
+REFERENCE_CAPTIONS = {
+    "resources": "Resources per latency run. Consumers back off 1 ms after each empty claim (an idle poll): "
+                 "at low rates most consumer CPU is polling, so CPU µs per message includes it — read it "
+                 "beside idle_polls_per_s and idle_polls_per_msg. SQLite busy waits are summed over the load "
+                 "workers.",
+    "recovery_drills": "Every crash drill (one row per drill)",
+    "backup_drills": "Every backup/restore drill (one row per drill)"}
+
+
+SEED_NOTES = ["Queue: <b>both sides from one durability class</b> (one row per class measured on both sides; e.g. SQLite <code>synchronous=FULL</code> "
+            "vs Postgres <code>synchronous_commit=on</code> at per-commit durability). The seed's own "
+            "durability is quoted beside it. Verdict: <b>agree</b> when our ratio lies within the seed's "
+            f"range widened ×{AGREEMENT_SLACK} each way; <b>same direction, different size</b> when the same "
+            "system wins; <b>differ</b> when the other one does, or when one of ours did not sustain the rate "
+            "the seed measured both at (the reason is stated); <b>not compared</b> when no durability class "
+            "was measured on both sides (the ratio is then shown as context only). The seed's Redis "
+            "baseline was pipelined, so ours is the pipelined variant. Latency pairs use the seed's offered "
+            "rate; a pair measured only at another rate is shown for context and judged <b>not "
+            "comparable</b>."]
+
+
+def queue_sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]
+                   ) -> tuple[list[Section], list[Section]]:
+    """(the results: headline tables and figures; the reference material for the report's end)."""
+    headline = [(CAPTIONS[k], flag_points(tables[k])) for k in CAPTIONS if k in tables]
+    extra = [(REFERENCE_CAPTIONS.get(k, f"queue {k}"), flag_points(t)) for k, t in tables.items() if k not in CAPTIONS]
+    pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
+    return ([Section("Queue: headline tables", [CLIENT_BOUND_NOTE], headline),
+             Section("Queue: figures", figures=pngs)],
+            [Section("Queue: resources, Postgres health, every crash drill", tables=extra, collapsed=True)])
+
+

@@ -1,0 +1,108 @@
+"""Queue systems: ``name -> "module:Class"`` (lazy import), the server each needs, its options.
+
+A new system is one adapter file plus one line in each table below (its chart colour, if it
+should not be grey, is one more in ``plotting.figures.ENGINE_COLOURS``). Options are validated
+here so a typo fails before any server starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.workloads.queue.systems.base import QueueAdapter
+
+_PKG = "pglimits_core.workloads.queue.systems"
+QUEUE_SYSTEMS: dict[str, str] = {
+    "pg_skiplocked": f"{_PKG}.postgres_skiplocked:SkipLockedQueue",
+    "pg_delete": f"{_PKG}.postgres_skiplocked:DeleteModeQueue",
+    "pgmq": f"{_PKG}.pgmq:PgmqQueue",
+    "redis_reliable": f"{_PKG}.redis_reliable:RedisReliableQueue",
+    "sqlite_wal": f"{_PKG}.sqlite_wal:SQLiteWalQueue",
+}
+
+SERVER_FOR: dict[str, str] = {
+    "pg_skiplocked": "postgres", "pg_delete": "postgres", "pgmq": "postgres",
+    "redis_reliable": "redis", "sqlite_wal": "sqlite",
+}
+
+
+def positive_int(value: Any) -> int:
+    number = int(value)  # ValueError for "abc"; "3" is fine (CLI options arrive as text)
+    if isinstance(value, bool) or (isinstance(value, float) and number != value) or number < 1:
+        raise ValueError("must be an integer >= 1")
+    return number
+
+
+def positive_float(value: Any) -> float:
+    if float(value) <= 0:
+        raise ValueError("must be > 0")
+    return float(value)
+
+
+def one_of(*allowed: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if str(value).lower() not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return str(value).lower()
+    check.allowed = allowed  # so a test can walk every value a variant may take
+    return check
+
+
+def text(value: Any) -> str:
+    return str(value)
+
+
+_COMMON = {"batch": positive_int, "worker_id": text, "worker_index": lambda v: int(v)}
+_POSTGRES = {**_COMMON, "synchronous_commit": one_of("on", "off", "local", "remote_write")}
+VARIANT_OPTIONS: dict[str, dict[str, Callable[[Any], Any]]] = {
+    "pg_skiplocked": _POSTGRES,
+    "pg_delete": _POSTGRES,
+    "pgmq": {**_POSTGRES, "mode": one_of("delete", "archive"), "vt_s": positive_int,
+             "queue": text},
+    # "none" = no persistence at all (appendonly no), not Redis' own "appendfsync no"
+    "redis_reliable": {**_COMMON, "pipeline": positive_int, "key": text,
+                       "appendfsync": one_of("none", "everysec", "always")},
+    "sqlite_wal": {**_COMMON, "synchronous": one_of("normal", "full", "off"),
+                   "shards": positive_int, "backoff_base_s": positive_float,
+                   "busy_budget_ms": positive_int},
+}
+
+
+def check_system(system: str) -> str:
+    if system not in QUEUE_SYSTEMS:
+        raise PGLimitsError(f"unknown queue system {system!r}",
+                            f"use one of: {', '.join(QUEUE_SYSTEMS)}")
+    return system
+
+
+def validate_options(system: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options normalised; a one-line PGLimitsError for an unknown or bad one."""
+    allowed = VARIANT_OPTIONS[check_system(system)]
+    resolved = {}
+    for key, value in options.items():
+        if key not in allowed:
+            raise PGLimitsError(f"unknown option {key!r} for queue system {system!r}",
+                                f"use one of: {', '.join(allowed)}")
+        try:
+            resolved[key] = allowed[key](value)
+        except (TypeError, ValueError) as exc:
+            raise PGLimitsError(f"{system} option {key}={value!r} is invalid",
+                                f"{key} {exc}") from None
+    return resolved
+
+
+def adapter_class(system: str) -> type[QueueAdapter]:
+    module_name, class_name = QUEUE_SYSTEMS[check_system(system)].split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def make_adapter(system: str, url: str, **options: Any) -> QueueAdapter:
+    """An unopened adapter (picklable: call ``open()`` in the worker that uses it)."""
+    return adapter_class(system)(url, **validate_options(system, options))
+
+
+def server_for(system: str) -> str:
+    return SERVER_FOR[check_system(system)]

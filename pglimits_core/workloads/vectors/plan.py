@@ -1,0 +1,100 @@
+"""The vector study's plan: every point a profile's ``vectors:`` section asks for, in run order.
+
+The dataset's difficulty first (it needs no server state), then each engine's build (the index
+every sweep point queries), then the sweep in rounds — repetition, ef, variant, client count —
+so drift on the shared box spreads over every system and ef rather than landing on one; then the
+open-loop latency at a matched rate (it reads the sweep's records), and the filtered search last
+(Qdrant's tagged collection replaces its plain one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.studies.study import Point
+from pglimits_core.workloads.vectors.points import (
+    VARIANTS,
+    Setup,
+    build_point,
+    check_ef,
+    difficulty_point,
+    filtered_point,
+    latency_point,
+    sweep_point,
+)
+
+
+def setup_of(section: Any, profile: Any) -> Setup:
+    spec = profile.datasets.vectors
+    if spec is None:
+        raise PGLimitsError(f"profile {profile.name} has a vectors section but no datasets.vectors spec",
+                            f"add datasets: vectors: {{...}} to configs/profiles/{profile.name}.yaml")
+    return Setup(spec, section.m, section.ef_construction, section.recall_epsilon)
+
+
+def plan(section: Any, profile: Any) -> list[Point]:
+    """``section`` is a ``workloads.vectors.workload.VectorsProfile``."""
+    check_ef(section.ef)
+    unknown = [label for label in section.variants if label not in VARIANTS]
+    if unknown:
+        raise PGLimitsError(f"vectors.variants names {unknown[0]!r}", f"use some of: {', '.join(VARIANTS)}")
+    setup = setup_of(section, profile)
+    variants = [VARIANTS[label] for label in section.variants]
+    hnsw = [v for v in variants if not v.exact]
+    d = section.difficulty
+    # recorded under the variant that computes it (its record's params say so): plan and record agree
+    points = [Point("difficulty", VARIANTS["pgvector hnsw"].label, "postgres", {"lid_k": d.lid_k, "sample": d.sample},
+                    lambda run: difficulty_point(run.ctx, setup, d.lid_k, d.sample, run.seed))]
+    points += [Point("build", v.label, v.server, {"repetition": r},
+                     lambda run, v=v, r=r: build_point(run.ctx, v, setup, r, run.seed, run.servers))
+               for r in range(section.build_repetitions) for v in hnsw]
+    for r in range(section.repetitions):
+        for ef in section.ef:
+            for v in variants:
+                if v.exact and ef != section.ef[0]:
+                    continue  # the exact scan has no ef: measured once per round
+                points += [_sweep(section, setup, v, None if v.exact else ef, c, r) for c in section.clients]
+    return points + latency_points(section.latency, setup, hnsw) + filtered_points(section.filtered, setup, hnsw)
+
+
+def latency_points(lat: Any, setup: Setup, hnsw: list) -> list[Point]:
+    """After the sweep, whose records give each engine's matched ef and the common rate."""
+    if lat is None:
+        return []
+    return [Point("latency", v.label, v.server, {"target_recall": lat.recall, "fraction": lat.fraction,
+                                                 "workers": lat.workers, "repetition": r},
+                  lambda run, v=v, r=r: latency_point(run.ctx, v, hnsw, setup, lat.recall, lat.fraction, lat.workers,
+                                                      r, lat.duration_s, lat.warmup_s, run.seed))
+            for r in range(lat.repetitions) for v in hnsw]
+
+
+def filtered_points(f: Any, setup: Setup, hnsw: list) -> list[Point]:
+    """After the sweep (Qdrant's tagged collection replaces its plain one): Qdrant's tagged build,
+    then rounds over selectivity, ef and engine."""
+    if f is None:
+        return []
+    check_ef(f.ef)
+    bad = [p for p in f.selectivity_pct if not 1 <= p <= 99]
+    if bad:
+        raise PGLimitsError(f"vectors.filtered.selectivity_pct has {bad[0]}", "give percentages from 1 to 99")
+    points = [Point("build_tagged", v.label, v.server, {"repetition": 0},
+                    lambda run, v=v: build_point(run.ctx, v, setup, 0, run.seed, run.servers, tagged=True))
+              for v in hnsw if v.system == "qdrant"]
+    for r in range(f.repetitions):
+        for pct in f.selectivity_pct:
+            for ef in f.ef:
+                points += [Point("filtered", v.label, v.server,
+                                 {"selectivity_pct": pct, "ef": ef, "clients": f.clients, "repetition": r},
+                                 lambda run, v=v, pct=pct, ef=ef, r=r: filtered_point(
+                                     run.ctx, v, setup, pct, ef, f.clients, r, f.duration_s, f.warmup_s, run.seed))
+                           for v in hnsw]
+    return points
+
+
+def _sweep(section: Any, setup: Setup, v, ef: int | None, clients: int, repetition: int) -> Point:
+    # the exact scan's answer is the same in every repetition (no index): scored once, in the first
+    with_recall = clients == section.clients[0] and (repetition == 0 or not v.exact)
+    return Point("sweep", v.label, v.server, {"ef": ef, "clients": clients, "repetition": repetition},
+                 lambda run: sweep_point(run.ctx, v, setup, ef, clients, repetition, with_recall,
+                                         section.duration_s, section.warmup_s, run.seed))
