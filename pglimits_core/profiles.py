@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from pglimits_core import registry
 from pglimits_core.config import profiles_dir
@@ -30,6 +30,19 @@ class ForVariants(Strict):
 
     def includes(self, label: str) -> bool:
         return not self.variants or label in self.variants
+
+
+class CliffSearch(ForVariants):
+    """The highest offered rate a variant sustains with its p99 under ``p99_bound_ms``: probes of
+    ``probe_s`` from ``start_rate``, at most ``max_probes``; a rate near the edge holds only if
+    each of its ``repeats`` measurements passes. A workload adds who produces and who consumes."""
+
+    start_rate: PositiveFloat = 1000
+    probe_s: PositiveFloat = 3
+    p99_bound_ms: PositiveFloat = 50
+    max_probes: PositiveInt = 5
+    #: measurements per rate near the edge; a rate holds only if every one passes
+    repeats: PositiveInt = 3
 
 
 class Datasets(Strict):

@@ -49,6 +49,13 @@ class Point:
     call: Callable[[StudyRun], Any] = field(compare=False, repr=False)
 
 
+def point(experiment: str, variant: Any, function: Callable[..., Any], **params: Any) -> Point:
+    """The usual point: ``function(run, variant, **params)`` measures ``variant`` on its server.
+    ``params`` are exactly the call's keyword arguments, so what a run record shows is what ran."""
+    return Point(experiment, variant.label, variant.server, params,
+                 lambda run: function(run, variant, **params))
+
+
 @dataclass
 class Outcome:
     """What a study run produced: run records, other results (a rate search's verdict) by

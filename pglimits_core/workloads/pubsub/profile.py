@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
-from pglimits_core.profiles import ForVariants, Strict
+from pglimits_core.profiles import CliffSearch, ForVariants, Strict
 
 
 class FanoutSweep(ForVariants):
@@ -22,16 +22,11 @@ class FanoutSweep(ForVariants):
     warmup_s: PositiveFloat = 1.0
 
 
-class CliffSearch(ForVariants):
+class PubsubCliffSearch(CliffSearch):
     """The highest publish rate with every message delivered and delivery p99 under the bound."""
 
     subscribers: PositiveInt = 10
     publishers: PositiveInt = 1
-    start_rate: PositiveFloat = 1000
-    probe_s: PositiveFloat = 3
-    p99_bound_ms: PositiveFloat = 50
-    max_probes: PositiveInt = 5
-    repeats: PositiveInt = 3
 
 
 class CommitSerialization(ForVariants):
@@ -90,7 +85,7 @@ class PubsubProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
     fanout: list[FanoutSweep] = Field(min_length=1)
-    cliff: CliffSearch | None = None
+    cliff: PubsubCliffSearch | None = None
     commit_serialization: CommitSerialization | None = None
     #: one setting, or one per group of variants (Redis can hold far more connections than
     #: Postgres's max_connections allows)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
-from pglimits_core.profiles import ForVariants, Strict
+from pglimits_core.profiles import CliffSearch, ForVariants, Strict
 
 
 class ThroughputSweep(ForVariants):
@@ -34,15 +34,9 @@ class LatencySweep(ForVariants):
     warmup_s: PositiveFloat = 1.0
 
 
-class CliffSearch(ForVariants):
-    start_rate: PositiveFloat = 1000
+class QueueCliffSearch(CliffSearch):
     producers: PositiveInt = 2
     consumers: PositiveInt = 4
-    probe_s: PositiveFloat = 3
-    p99_bound_ms: PositiveFloat = 50
-    max_probes: PositiveInt = 5
-    #: measurements per rate near the edge; a rate holds only if every one passes
-    repeats: PositiveInt = 3
 
 
 class RecoveryDrill(ForVariants):
@@ -92,7 +86,7 @@ class QueueProfile(Strict):
     throughput: ThroughputSweep
     steady: SteadySweep | None = None
     latency: LatencySweep
-    cliff: CliffSearch | None = None
+    cliff: QueueCliffSearch | None = None
     consumer_crash: ConsumerCrashDrill | None = None
     recovery: RecoveryDrill | None = None
     backup: BackupDrill | None = None
