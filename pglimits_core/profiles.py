@@ -1,7 +1,7 @@
 """Study profiles (``configs/profiles/<name>.yaml``), validated: unknown keys and bad values are
 errors naming the key. ``quick`` runs on a 2-core box in minutes; ``full`` uses the source
 study's sizes and repetitions. Each workload's section (``queue:``, ...) is optional and
-validated by the workload's own model (``workloads.registry``)."""
+validated by the workload's own model (``registry``)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class Profile(Strict):
     #: server name -> URL/DSN of a server you run (e.g. docker compose); attached, never started
     external: dict[str, str] = Field(default_factory=dict)
     datasets: Datasets = Field(default_factory=Datasets)
-    #: workload name -> its validated section (``workloads.registry``); a missing one is not run
+    #: workload name -> its validated section (``registry``); a missing one is not run
     workloads: dict[str, Any] = Field(default_factory=dict)
 
     def section(self, workload: str) -> Any:

@@ -27,3 +27,10 @@ def floor_could_move_it(ratio: float, low: float, high: float, a_floor: bool, b_
 
 def range_text(low: float, high: float) -> str:
     return f"{low:.2f}×" if abs(high - low) < 0.005 else f"{low:.2f}–{high:.2f}×"
+
+
+def verdict_short(ours: float, seed: float) -> str:
+    """``verdict`` against a seed that states one ratio, in the short words of the pub/sub and
+    vector tables ("differ" for an opposite direction)."""
+    found = verdict(ours, seed, seed)
+    return "differ" if found.startswith("differ") else found

@@ -4,7 +4,7 @@ With ``latent_dim`` set, the mixture lives in a ``latent_dim``-dimensional space
 seeded linear map embeds it into ``dim`` coordinates: the data then have the intrinsic dimension
 of real sentence embeddings (tens) while being ``dim`` wide. Isotropic noise in all ``dim``
 coordinates (``latent_dim`` unset) makes the neighbours of a query nearly equidistant, so recall
-would measure ties rather than the index (``analysis.vectors_difficulty`` reports both).
+would measure ties rather than the index (``workloads.vectors.difficulty`` reports both).
 
 Every vector is L2-normalised, so cosine similarity == inner product, and squared L2 distance
 == 2 - 2 * inner product: all three metrics rank neighbours identically, and an engine may be

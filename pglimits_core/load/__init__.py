@@ -11,6 +11,8 @@ A study author builds a ``RunSpec`` and calls ``run_load``::
     result = run_load(spec)          # pglimits_core.record.results.RunResult
 
 then ``pglimits_core.record.rundir.record_run(result, new_manifest(...))`` writes the run.
+A drill that needs load running *while* it acts (a backup, a kill) uses ``BackgroundLoad(roles)``
+instead: the same roles and workers, until ``stop()``.
 Names are resolved lazily so a worker process does not import pandas for nothing.
 """
 
@@ -24,6 +26,7 @@ _EXPORTS = {
     "WorkerContext": "operation", "current_worker": "operation",
     "intended_start_ns": "operation", "run_start_ns": "operation", "search_rate": "ratesearch",
     "Slo": "ratesearch", "PointResult": "ratesearch", "RateSearchResult": "ratesearch",
+    "BackgroundLoad": "background",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -102,6 +102,11 @@ class Server(abc.ABC):
         """Run one real operation and say what it returned (for `pglimits smoke`)."""
         return "answers" if self.health() else "does not answer"
 
+    def exit_status(self) -> int | None:
+        """How the server's process ended, if it ended without ``stop()``; None while it runs.
+        Servers with no process of ours (SQLite's file, an external URL) never end."""
+        return None
+
     def pids(self) -> list[int]:
         """OS processes of this server that are alive now (for CPU sampling and leak checks)."""
         return list(self.endpoint.pids) if self.endpoint else []

@@ -17,14 +17,14 @@ import psycopg
 from pglimits_core.config import SERVER_CONFIGS_DIR, state_dir
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.servers import pg_install
-from pglimits_core.servers.base import Endpoint, Server
+from pglimits_core.servers.base import Endpoint
 from pglimits_core.servers.process import (
     LOCALHOST,
+    ProcessServer,
     choose_port,
     ensure_private_dir,
     pid_alive,
     spawn,
-    stop_process_group,
     wait_until,
 )
 from pglimits_core.servers.settings_file import as_dict, ledger, parse_settings
@@ -48,7 +48,7 @@ def dsn_for(port: int, host: str = LOCALHOST, dbname: str = DATABASE) -> str:
     return f"host={host} port={port} user={SUPERUSER} dbname={dbname} connect_timeout=5"
 
 
-class PostgresServer(Server):
+class PostgresServer(ProcessServer):
     """PostgreSQL 16.2 with the tuned settings; ``settings={...}`` overrides single keys."""
 
     name = "postgres"
@@ -224,9 +224,96 @@ class PostgresServer(Server):
     def storage_bytes(self) -> int:
         return directory_bytes(self.data_dir / "pgdata")
 
-    def stop(self) -> None:
-        # SIGINT to the postmaster is PostgreSQL's "fast" shutdown: roll back and exit cleanly
-        if self._process is not None:
-            stop_process_group(self._process.pid, grace_s=30, sig=signal.SIGINT)
-            self._process.wait(timeout=5)
-            self._process = None
+    # stop() is ProcessServer's: SIGINT to the postmaster is PostgreSQL's "fast" shutdown (roll
+    # back and exit cleanly), given 30 s before SIGKILL
+    stop_signal = signal.SIGINT
+    stop_grace_s = 30.0
+
+    # --- hot backup and restore (the queue's backup drill) ---------------------------------------
+    hot_backup_method = "pg_basebackup -X stream -c fast -F p over a replication connection to 127.0.0.1"
+    hot_backup_limit_s = 600.0  # a backup of the study's sizes takes seconds; 10 min is a failure
+    # pg_hba lines initdb writes for replication: local + host 127.0.0.1/32 + ::1/128, trust
+    _REPLICATION_RULES_SQL = ("SELECT type, address, auth_method FROM pg_hba_file_rules "
+                              "WHERE 'replication' = ANY(database) AND error IS NULL")
+    _REPLICATION_SETTINGS = ["wal_level", "max_wal_senders", "max_replication_slots", "listen_addresses"]
+
+    def prepare_hot_backup(self, files: list[Path] | None = None) -> dict[str, Any]:
+        """The replication facts pg_basebackup needs, read back and checked, then a CHECKPOINT
+        (the backup's own checkpoint then flushes only what was written after it). A base
+        backup covers the whole cluster: ``files`` (an embedded engine's) must be None."""
+        _whole_server_only(files)
+        with psycopg.connect(self.endpoint.url, autocommit=True) as conn:
+            settings = dict(conn.execute("SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
+                                         (self._REPLICATION_SETTINGS,)).fetchall())
+            hba = [dict(zip(("type", "address", "auth_method"), row, strict=True))
+                   for row in conn.execute(self._REPLICATION_RULES_SQL).fetchall()]
+            cluster = conn.execute("SELECT sum(pg_database_size(datname))::bigint FROM pg_database").fetchone()[0]
+            checkpoint = self.before_crash_load(self.endpoint.url)
+        check_replication(settings, hba)
+        return {"replication": {**settings, "pg_hba_replication": hba}, "before_load": checkpoint,
+                "cluster_bytes": cluster,
+                "backup_covers": "the whole cluster (every database; pg_basebackup cannot back up one table)"}
+
+    def hot_backup(self, target: Path, files: list[Path] | None = None) -> dict[str, Any]:
+        """``pg_basebackup`` of this running server into ``target/pgdata``: plain format, WAL
+        streamed (``-X stream``), fast checkpoint (a spread one would wait up to 0.9 x
+        checkpoint_timeout), over a replication connection to 127.0.0.1, with this server's
+        own binaries. Clients keep reading and writing meanwhile."""
+        from pglimits_core.servers.ownership import child_env
+
+        _whole_server_only(files)
+        argv = [pg_install.locate_install().tool("pg_basebackup"), "-h", LOCALHOST,
+                "-p", str(self.endpoint.port), "-U", SUPERUSER, "-w", "-D", str(target / "pgdata"),
+                "-X", "stream", "-c", "fast", "-F", "p", "--label=pglimits-backup-drill"]
+        # run() kills the child on any exception, Ctrl-C included; the marks make it findable
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=self.hot_backup_limit_s,
+                                env=child_env())
+        if result.returncode != 0:
+            raise RuntimeError(f"pg_basebackup failed ({result.returncode}): {result.stderr.strip()[-500:]}")
+        return {"command": " ".join(argv[1:]), "tool": argv[0]}
+
+    def restored_copy(self, backup_dir: Path, restore_dir: Path,
+                      start_timeout_s: float = 300.0) -> PostgresServer:
+        """A server (not started) on a copy of ``hot_backup``'s artefact in the fresh data
+        directory ``restore_dir``, owned by the server's OS user, with this server's settings.
+        Started, it runs crash recovery from the backup label (replaying the streamed WAL)."""
+        import shutil
+
+        user = pg_install.ensure_os_user()
+        ensure_private_dir(restore_dir)
+        shutil.copytree(backup_dir / "pgdata", restore_dir / "pgdata")
+        chown_tree(restore_dir, user)
+        return PostgresServer(data_dir=restore_dir, settings=dict(self.overrides),
+                              start_timeout_s=start_timeout_s)
+
+
+def _whole_server_only(files: list[Path] | None) -> None:
+    if files is not None:
+        raise ValueError("a PostgreSQL backup covers the whole cluster: it takes no list of files")
+
+
+def check_replication(settings: dict[str, str], hba: list[dict[str, Any]]) -> None:
+    """pg_basebackup -X stream needs two WAL senders and a replication rule for 127.0.0.1."""
+    if settings.get("wal_level") not in ("replica", "logical"):
+        raise PGLimitsError(f"Postgres runs wal_level={settings.get('wal_level')}: pg_basebackup needs replica",
+                            "set wal_level = replica in configs/servers/postgres.conf")
+    if int(settings.get("max_wal_senders", 0)) < 2:
+        raise PGLimitsError("Postgres max_wal_senders < 2: pg_basebackup -X stream needs two",
+                            "set max_wal_senders = 10 in configs/servers/postgres.conf")
+    if not any(rule["type"] == "host" and str(rule["address"]).startswith("127.0.0.1") for rule in hba):
+        raise PGLimitsError("pg_hba has no replication rule for 127.0.0.1",
+                            "re-create the data dir (initdb writes one) or add `host replication all 127.0.0.1/32 trust`")
+
+
+def chown_tree(root: Path, user: str | None) -> None:
+    """Give a copied data directory to the server's OS user (copies made as root are root's)."""
+    if not user:
+        return
+    import os
+    import pwd
+
+    uid, gid = pwd.getpwnam(user).pw_uid, pwd.getpwnam(user).pw_gid
+    os.chown(root, uid, gid)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.lchown(os.path.join(folder, name), uid, gid)

@@ -2,7 +2,8 @@
 
 Every server runs in its own process group (``start_new_session``) so that stopping it kills
 its children too, and so that a Ctrl-C aimed at the terminal's foreground group does not reach
-it before the fleet has a chance to stop it in order.
+it before the fleet has a chance to stop it in order. ``ProcessServer`` is the one ``stop()``
+every such server uses; each says only which signal asks it to shut down and how long it gets.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.servers.base import Server
 from pglimits_core.servers.ownership import child_env, forget_server, record_server
 
 LOCALHOST = "127.0.0.1"
@@ -148,3 +151,57 @@ def ensure_private_dir(path: Path) -> Path:
         raise PGLimitsError(f"data directory {path} is not writable",
                             "fix its permissions or set PGLIMITS_STATE_DIR")
     return path
+
+
+class ProcessServer(Server):
+    """A server that runs as an OS process the project spawned (``self._process``).
+
+    Subclasses ``spawn`` it in ``start()`` and name how it likes to be stopped: the signal that
+    asks it for a clean shutdown and the seconds it gets before SIGKILL (the ``stop_grace_s``
+    option overrides those). Everything else about stopping is the same for every server.
+    """
+
+    #: the signal that asks the server to shut down cleanly
+    stop_signal: int = signal.SIGTERM
+    #: seconds between that signal and SIGKILL for whatever is left of its process group
+    stop_grace_s: float = 10.0
+
+    def __init__(self, data_dir: Path | None = None, port: int | None = None, **options: Any):
+        super().__init__(data_dir, port, **options)
+        self._process: subprocess.Popen | None = None
+
+    def _wait_ready(self, timeout_s: float, what: str, log_path: Path, poll_s: float = 0.1) -> None:
+        """Wait until ``health()`` answers; if it never does (or on Ctrl-C) stop what was spawned."""
+        try:
+            wait_until(self.health, timeout_s, what, log_path, alive=self._running, poll_s=poll_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def exit_status(self) -> int | None:
+        """How the server process ended when it ended on its own (``Popen.returncode``: negative
+        = the signal that killed it); None while it runs, or after ``stop()``."""
+        return self._process.poll() if self._process is not None else None
+
+    def stop(self) -> None:
+        """Signal the process group, SIGKILL what outlives the grace time, reap. Idempotent."""
+        process, self._process = self._process, None
+        self.endpoint = None
+        if process is None:
+            return
+        if process.poll() is None:
+            grace_s = float(self.options.get("stop_grace_s", self.stop_grace_s))
+            stop_process_group(process.pid, grace_s=grace_s, sig=self.stop_signal)  # forgets its record
+        else:
+            # it died on its own (a crash, a kill, a failed start) and poll() reaped it: its pid
+            # may already be another process's, so that pid is not signalled. Its children may
+            # outlive it (Postgres backends hold the shared memory a restart needs): they are still
+            # in its process group, whose id no new process can take while the group has members.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            forget_server(process.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)  # reap it, so no zombie outlives the fleet

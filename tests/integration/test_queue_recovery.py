@@ -15,7 +15,7 @@ from pglimits_core.record.validate import validate_run_dir
 from pglimits_core.servers.fleet import Fleet
 from pglimits_core.studies.runner import build_context
 from pglimits_core.studies.study import StudyRun, run_points
-from pglimits_core.workloads.queue.drills.recovery import drill
+from pglimits_core.workloads.queue.drills.recovery import recovery_point
 from pglimits_core.workloads.queue.plan import recovery_points
 from pglimits_core.workloads.queue.points import variant
 from pglimits_core.workloads.queue.profile import RecoveryDrill
@@ -44,7 +44,7 @@ def run_drill(fleet_and_context, system: str, **options):
     v = variant(system, **options)
     old_pids = list(ctx.endpoints[v.server].pids)
     old_tree = server_processes(old_pids)  # postmaster + backends of the incarnation to kill
-    run = drill(ctx, fleet, v, LOAD_S, RATE, seed=3)
+    run = recovery_point(StudyRun(ctx, fleet, seed=3), v, load_s=LOAD_S, rate=RATE)
     assert run.status == "complete", run.error
     assert not [p for p in old_tree if p.is_running() and p.status() != "zombie"], "orphans left"
     assert fleet.servers[v.server].health(), "restarted server does not answer"

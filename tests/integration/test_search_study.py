@@ -21,9 +21,12 @@ from pglimits_core.profiles import load_profile
 from pglimits_core.record.rundir import finished_runs
 from pglimits_core.registry import workload
 from pglimits_core.studies.study import run_workload
-from pglimits_core.workloads.search.engines import LuceneIndex, bulk_chunks, variant
-from pglimits_core.workloads.search.points import Prepared, Setup, check_all
+from pglimits_core.workloads.search.correctness import check_all
+from pglimits_core.workloads.search.loading import load_index
+from pglimits_core.workloads.search.prepared import Prepared, Setup
 from pglimits_core.workloads.search.queries import build_query_set
+from pglimits_core.workloads.search.systems.registry import make_system
+from pglimits_core.workloads.search.variant import variant
 from tests.conftest import TEST_ROOT, processes_using
 
 pytestmark = pytest.mark.integration
@@ -78,11 +81,10 @@ def opensearch_index():
     corpus = generate_corpus(load_profile("test").datasets.corpus)
     try:
         server.start()
-        index = LuceneIndex("opensearch", server.endpoint.url)
-        texts = (corpus.text(d) for d in range(corpus.num_documents))
-        index.load(bulk_chunks(texts, 500), "test", corpus.num_documents)
-        yield index, corpus
-        index.close()
+        with make_system("opensearch").open(server.endpoint.url) as index:
+            texts = (corpus.text(d) for d in range(corpus.num_documents))
+            load_index(index, index.encode_chunks(texts, 500), "test", corpus.num_documents)
+        yield server.endpoint.url, corpus
     finally:
         server.stop()
         leaked = processes_using(data_dir)
@@ -91,11 +93,13 @@ def opensearch_index():
 
 
 def test_a_match_query_with_or_semantics_is_caught(opensearch_index):
-    index, corpus = opensearch_index
+    url, corpus = opensearch_index
     queries = build_query_set(corpus, per_decade=3, top_fraction=0.2, seed=7)
     data = Prepared(Setup(load_profile("test").datasets.corpus, "test", 7), Path("."), corpus, queries)
-    right = check_all(index, variant("opensearch"), data)
-    wrong = check_all(index, variant("opensearch", operator="or"), data)
+    with variant("opensearch").engine().open(url) as engine:
+        right = check_all(engine, data)
+    with variant("opensearch", operator="or").engine().open(url) as engine:
+        wrong = check_all(engine, data)
     assert right["disagreed"] == 0 and right["checked"] == len(queries.queries)
     # OR matches every document holding either term: every query whose terms are not always
     # together matches more documents, and the check catches each one

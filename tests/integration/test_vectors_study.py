@@ -90,7 +90,7 @@ def test_qdrant_is_not_measured_while_its_optimizer_runs():
     from qdrant_client.models import CollectionStatus
 
     from pglimits_core.errors import PGLimitsError
-    from pglimits_core.workloads.vectors.engines import wait_indexed
+    from pglimits_core.workloads.vectors.systems.qdrant import wait_indexed
 
     states = iter([SimpleNamespace(status=CollectionStatus.YELLOW, indexed_vectors_count=0, points_count=10),
                    SimpleNamespace(status=CollectionStatus.GREEN, indexed_vectors_count=0, points_count=10),

@@ -9,6 +9,7 @@ import typer
 from pglimits_core import cli
 from pglimits_core.errors import PGLimitsError, ServerUnavailable
 from pglimits_core.servers import elasticsearch as es_mod
+from pglimits_core.servers import jvm_node
 from pglimits_core.servers import opensearch as os_mod
 from pglimits_core.servers.base import Server
 from pglimits_core.servers.elasticsearch import ElasticsearchServer
@@ -130,25 +131,25 @@ def test_elasticsearch_is_registered_and_startable():
 
 
 def test_missing_java_is_one_line_naming_the_fix(monkeypatch, tmp_path):
-    monkeypatch.setattr(es_mod.shutil, "which", lambda name: None)
+    monkeypatch.setattr(jvm_node.shutil, "which", lambda name: None)
     with pytest.raises(ServerUnavailable) as raised:
         ElasticsearchServer(data_dir=tmp_path).start()
     assert "java 17+" in str(raised.value) and "\n" not in str(raised.value)
-    assert raised.value.fix == es_mod.JAVA_INSTALL
+    assert raised.value.fix == jvm_node.JAVA_INSTALL
     assert not (tmp_path / "logs").exists()  # nothing was started
 
 
 def test_too_old_java_is_refused(monkeypatch, tmp_path):
-    monkeypatch.setattr(es_mod, "java_major", lambda java: 11)
+    monkeypatch.setattr(jvm_node, "java_major", lambda java: 11)
     with pytest.raises(ServerUnavailable, match=r"java 17\+ \(/opt/jdk11/bin/java is 11\)"):
         ElasticsearchServer(data_dir=tmp_path, java="/opt/jdk11/bin/java").start()
 
 
 def test_unbuilt_launcher_names_the_install_command(monkeypatch, tmp_path):
-    monkeypatch.setattr(es_mod, "launcher_built", lambda: False)
+    monkeypatch.setattr(es_mod.LAUNCHER, "built", lambda: False)
     with pytest.raises(ServerUnavailable) as raised:
         ElasticsearchServer(data_dir=tmp_path).start()
-    assert raised.value.fix == es_mod.INSTALL_COMMAND
+    assert raised.value.fix == es_mod.LAUNCHER.install_command
 
 
 def test_jvm_flags_follow_the_java_version(tmp_path):
@@ -163,19 +164,19 @@ def test_jvm_flags_follow_the_java_version(tmp_path):
 
 
 def test_launcher_pins_the_version_the_python_side_reports():
-    pom = (es_mod.LAUNCHER_DIR / "pom.xml").read_text()
+    pom = (es_mod.LAUNCHER.dir / "pom.xml").read_text()
     assert f"<elasticsearch.version>{es_mod.ELASTICSEARCH_VERSION}</elasticsearch.version>" in pom
 
 
 @pytest.mark.parametrize(("built", "exit_code"), [(True, 0), (False, 1)])
 def test_doctor_counts_an_unbuilt_launcher_as_missing(monkeypatch, built, exit_code):
     monkeypatch.setattr(cli, "SERVERS", {"elasticsearch": SERVERS["elasticsearch"]})
-    monkeypatch.setattr(es_mod, "launcher_built", lambda: built)
-    monkeypatch.setattr(es_mod, "toolchain_missing", lambda java=None: [])
+    monkeypatch.setattr(es_mod.LAUNCHER, "built", lambda: built)
+    monkeypatch.setattr(es_mod.LAUNCHER, "toolchain_missing", lambda java=None: [])
     with pytest.raises(typer.Exit) as exited:
         cli.doctor()
     assert exited.value.exit_code == exit_code
-    expected = [] if built else [("Elasticsearch 8.13.4 launcher (Maven build)", es_mod.INSTALL_COMMAND)]
+    expected = [] if built else [("Elasticsearch 8.13.4 launcher (Maven build)", es_mod.LAUNCHER.install_command)]
     assert ElasticsearchServer.missing() == expected
 
 

@@ -259,3 +259,35 @@ def test_an_open_loop_publisher_that_sent_nothing_on_time_is_no_measurement():
     kept = _publisher_row("k", 1000.0, 10.0, 1.0)
     row = all_tables(pd.DataFrame([stalled, kept]))["fanout"].iloc[0]
     assert row.runs == 1 and row.failed_runs == 1 and row.published_per_s == 1000.0
+
+
+def test_every_pubsub_system_is_one_class_behind_the_base_with_its_server():
+    from pglimits_core.studies.variant import Variant
+    from pglimits_core.workloads.pubsub.points import variant
+    from pglimits_core.workloads.pubsub.systems.base import PubsubSystem
+    from pglimits_core.workloads.pubsub.systems.registry import (
+        PUBSUB_SYSTEMS,
+        SERVER_FOR,
+        system_class,
+    )
+
+    assert set(PUBSUB_SYSTEMS) == set(SERVER_FOR)
+    for name in PUBSUB_SYSTEMS:
+        cls = system_class(name)
+        assert issubclass(cls, PubsubSystem) and cls.system == name
+        v = variant(name, batch=10)
+        assert isinstance(v, Variant) and v.batch == 10 and v.server == SERVER_FOR[name]
+        assert v.label == f"{name} batch=10" and v.options == {"batch": 10}
+    assert variant("pg_notify").transactional and not variant("redis_publish").transactional
+
+
+def test_the_seed_verdict_keeps_its_words_under_the_shared_agreement_rule():
+    from pglimits_core.workloads.pubsub.report import verdict
+
+    assert verdict(0.82, 0.9, False) == "agree"
+    assert verdict(0.82, 0.5, False) == "same direction, different size"
+    assert verdict(0.82, 1.5, False) == "differ"
+    assert verdict(1.18, 0.5, False) == "differ"
+    assert verdict(0.82, None, False) == "not measured on both sides"
+    assert verdict(0.82, 0.9, True).startswith("inconclusive: client-bound")
+    assert verdict(0.82, 0.9, False, busy_runs=2).startswith("inconclusive: CPU outside")

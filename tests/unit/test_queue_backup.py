@@ -181,6 +181,25 @@ def test_every_drill_is_a_point_of_its_own_in_rounds():
     assert points[0].params["queue_messages"] == 100
 
 
+def test_a_drill_point_calls_its_function_with_the_run_the_variant_and_its_params(monkeypatch):
+    from pglimits_core.studies.study import StudyRun
+    from pglimits_core.workloads.queue.drills import backup, recovery
+    from pglimits_core.workloads.queue.plan import recovery_points
+    from pglimits_core.workloads.queue.profile import RecoveryDrill
+
+    calls = []
+    for module, name in ((backup, "backup_point"), (recovery, "recovery_point")):
+        monkeypatch.setattr(module, name, lambda run, v, **params: calls.append((run, v.label, params)))
+    run = StudyRun(ctx=None, fleet=None, seed=4)
+    points = backup_points(BackupDrill(variants=["sqlite_wal batch=1"], queue_messages=100), [])
+    points += recovery_points(RecoveryDrill(variants=["pg_delete batch=1"], load_s=1, rate=50), [])
+    for p in points:
+        p.call(run)
+    assert calls == [(run, "sqlite_wal batch=1", {"queue_messages": 100, "rate": 200.0, "load_s": 2.0, "drill": 0}),
+                     (run, "pg_delete batch=1", {"load_s": 1.0, "rate": 50.0, "drill": 0})]
+    assert [p.params for p in points] == [params for _, _, params in calls]  # the record shows what ran
+
+
 def test_the_queue_workload_carries_the_backup_table_chart_and_report_caption(tmp_path: Path, monkeypatch):
     from pglimits_core.analysis.outputs import draw_charts
     from pglimits_core.registry import workload

@@ -11,10 +11,9 @@ from pglimits_core.datasets.corpus import CorpusSpec, generate_corpus
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
 from pglimits_core.workloads.search.bm25 import Bm25, agreement, tie_aware_agreement
-from pglimits_core.workloads.search.engines import lucene_body, variant
+from pglimits_core.workloads.search.correctness import check_answer
 from pglimits_core.workloads.search.http import KeepAliveHttp, read_response
 from pglimits_core.workloads.search.plan import plan, variants_of
-from pglimits_core.workloads.search.points import check_answer
 from pglimits_core.workloads.search.queries import (
     SearchQuery,
     bucket_edges,
@@ -23,6 +22,8 @@ from pglimits_core.workloads.search.queries import (
     decade_streams,
     worker_order,
 )
+from pglimits_core.workloads.search.systems.lucene import lucene_body
+from pglimits_core.workloads.search.variant import variant
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,7 @@ def test_the_engines_get_and_semantics_and_the_same_bytes():
         variant("pg_gin", plan_cache_mode="sometimes")
     with pytest.raises(PGLimitsError, match="no option 'ranked'"):
         variant("opensearch", ranked=False)
-    with pytest.raises(PGLimitsError, match="unknown system"):
+    with pytest.raises(PGLimitsError, match="unknown search system 'solr'"):
         variant("solr")
 
 

@@ -17,8 +17,9 @@ from pglimits_core.datasets.vectors import (
 )
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.workloads.vectors.difficulty import difficulty, lid_mle, relative_contrast
-from pglimits_core.workloads.vectors.engines import filter_mask, pg_query_sql
 from pglimits_core.workloads.vectors.points import check_ef, recall_outcome, score_filtered
+from pglimits_core.workloads.vectors.systems.base import filter_mask
+from pglimits_core.workloads.vectors.systems.pgvector import query_sql
 from pglimits_core.workloads.vectors.tables import all_tables, matched_table, sweep_table
 
 
@@ -177,8 +178,8 @@ def test_a_filtered_answer_is_scored_against_the_filtered_truth_and_short_answer
 
 
 def test_the_pgvector_filter_is_a_where_clause_on_the_hnsw_scan():
-    assert pg_query_sql(10) == "SELECT id FROM vectors_items ORDER BY embedding <#> %b LIMIT 10"
-    assert "WHERE mod(id, 100) < 5 ORDER BY embedding <#> %b LIMIT 10" in pg_query_sql(10, 5)
+    assert query_sql(10) == "SELECT id FROM vectors_items ORDER BY embedding <#> %b LIMIT 10"
+    assert "WHERE mod(id, 100) < 5 ORDER BY embedding <#> %b LIMIT 10" in query_sql(10, 5)
 
 
 def test_a_damaged_dataset_is_refused_with_the_fix(tmp_path, monkeypatch):

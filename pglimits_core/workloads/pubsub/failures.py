@@ -11,7 +11,8 @@
   the notify-on-insert trigger pattern). The writers' TPS and p99 are the rows; what NOTIFY
   costs is ``notify_in_txn`` against ``txn_without_notify``, not against ``alone``.
 * The largest payload: each size in ``sizes`` published once; accepted, or the exact error.
-Idle listeners and the stuck subscriber are fan-out points with options (``pubsub.fanout_point``).
+* Idle listeners and the stuck subscriber: fan-out points with options (``points.fanout_point``)
+  under their own experiment name.
 """
 
 from __future__ import annotations
@@ -20,61 +21,76 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load import ClosedLoop, Role
-from pglimits_core.studies.runner import Context, RecordedRun
+from pglimits_core.studies.runner import RecordedRun
+from pglimits_core.studies.study import StudyRun
 from pglimits_core.workloads.pubsub.ledger import encode_message
 from pglimits_core.workloads.pubsub.ops import PublishOp, WriteOp
 from pglimits_core.workloads.pubsub.points import (
     PUBLISHING,
     PubsubVariant,
+    fanout_point,
     publisher_loop,
     run_point,
     subscriber_role,
 )
+from pglimits_core.workloads.pubsub.systems.registry import make_system
 
-WRITES_TABLE = "pubsub_writes"
-INSERT = f"INSERT INTO {WRITES_TABLE} (payload) VALUES (repeat('w', 64))"
 COMMIT_MODES = ("alone", "txn_without_notify", "notify_in_txn", "beside_notify")
 
 
-def fresh_writes_table(url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"DROP TABLE IF EXISTS {WRITES_TABLE}")
-        conn.execute(f"CREATE TABLE {WRITES_TABLE} (id bigserial PRIMARY KEY, at timestamptz DEFAULT now(), "
-                     "payload text)")
-
-
-def commit_point(ctx: Context, v: PubsubVariant, mode: str, writers: int, duration_s: float,
-                 warmup_s: float = 1.0, notify_rate: float = 1000, seed: int = 0,
-                 repetition: int = 0) -> RecordedRun:
+def commit_point(run: StudyRun, v: PubsubVariant, mode: str, writers: int, duration_s: float,
+                 warmup_s: float = 1.0, notify_rate: float = 1000, repetition: int = 0) -> RecordedRun:
     """``writers`` inserting in ``mode`` (see the module doc); one subscriber listens throughout."""
-    if v.server != "postgres" or mode not in COMMIT_MODES:
+    if not v.transactional or mode not in COMMIT_MODES:
         raise PGLimitsError(f"commit serialization: {v.label} / {mode!r}",
                             f"a Postgres variant and one of {', '.join(COMMIT_MODES)}")
 
     def roles(common: tuple) -> list[Role]:
-        if mode == "notify_in_txn":
-            writer = PublishOp(*common, batch=v.batch, statement=INSERT)
-        else:
-            writer = WriteOp(*common, statement=INSERT, control_select=mode == "txn_without_notify")
-        found = [subscriber_role(common, 1),
-                 Role("writer", writer, workers=writers, loop=ClosedLoop(idle_sleep_s=0), active_phases=PUBLISHING)]
-        if mode == "beside_notify":
-            found.append(Role("publisher", PublishOp(*common, batch=v.batch), workers=1,
-                              loop=publisher_loop(notify_rate, v.batch), active_phases=PUBLISHING))
-        return found
+        return [subscriber_role(common, 1),
+                Role("writer", commit_writer(common, v, mode), workers=writers, loop=ClosedLoop(idle_sleep_s=0),
+                     active_phases=PUBLISHING),
+                *beside_publisher(common, v, mode, notify_rate)]
 
-    fresh_writes_table(ctx.endpoints[v.server].url)
+    make_system(v.system, run.ctx.endpoints[v.server].url).reset_writes()
     params = {"mode": mode, "writers": writers, "subscribers": 1, "repetition": repetition,
               "notify_rate": notify_rate if mode == "beside_notify" else None}
-    return run_point(ctx, v, "commit_serialization", roles, params, duration_s, warmup_s, seed)
+    return run_point(run, v, "commit_serialization", roles, params, duration_s, warmup_s)
 
 
-def payload_point(ctx: Context, v: PubsubVariant, sizes: list[int], seed: int = 0) -> RecordedRun:
+def commit_writer(common: tuple, v: PubsubVariant, mode: str) -> PublishOp | WriteOp:
+    """The writers' operation: a row and the notifications in one transaction, or the row
+    alone (with the round-trip control's select in ``txn_without_notify``)."""
+    if mode == "notify_in_txn":
+        return PublishOp(*common, batch=v.batch, with_write=True)
+    return WriteOp(*common, control_select=mode == "txn_without_notify")
+
+
+def beside_publisher(common: tuple, v: PubsubVariant, mode: str, notify_rate: float) -> list[Role]:
+    """``beside_notify``: one open-loop publisher notifying in its own transactions."""
+    if mode != "beside_notify":
+        return []
+    return [Role("publisher", PublishOp(*common, batch=v.batch), workers=1,
+                 loop=publisher_loop(notify_rate, v.batch), active_phases=PUBLISHING)]
+
+
+def idle_listeners_point(run: StudyRun, v: PubsubVariant, idle: int, subscribers: int, duration_s: float,
+                         warmup_s: float, repetition: int) -> RecordedRun:
+    """One publisher flat out to ``subscribers`` while ``idle`` listeners wait on other channels."""
+    return fanout_point(run, v, subscribers, 1, None, duration_s, warmup_s=warmup_s, idle=idle,
+                        experiment="idle_listeners", extra_params={"repetition": repetition})
+
+
+def stuck_point(run: StudyRun, v: PubsubVariant, stall_s: float, subscribers: int, rate: float, duration_s: float,
+                warmup_s: float, payload_bytes: int, repetition: int) -> RecordedRun:
+    """One publisher at ``rate`` while subscriber 0 stops reading for ``stall_s`` (0: the control)."""
+    return fanout_point(run, v, subscribers, 1, rate, duration_s, warmup_s=warmup_s, payload_bytes=payload_bytes,
+                        experiment="stuck_subscriber", stall_s=stall_s, extra_params={"repetition": repetition})
+
+
+def payload_point(run: StudyRun, v: PubsubVariant, sizes: list[int]) -> RecordedRun:
     """A short flat-out run at the default payload, then each size in ``sizes`` published once:
     the largest accepted and the exact error text of the smallest refused."""
-    url = ctx.endpoints[v.server].url
+    url = run.ctx.endpoints[v.server].url
 
     def roles(common: tuple) -> list[Role]:
         return [subscriber_role(common, 1),
@@ -84,24 +100,15 @@ def payload_point(ctx: Context, v: PubsubVariant, sizes: list[int], seed: int = 
     def probe(_outcome: dict[str, Any]) -> dict[str, Any]:
         return {"payload_sizes": [probe_size(v, url, size) for size in sorted(sizes)]}
 
-    return run_point(ctx, v, "payload_limit", roles, {"sizes": ",".join(map(str, sorted(sizes)))},
-                     0.5, 0.2, seed, after=probe)
+    return run_point(run, v, "payload_limit", roles, {"sizes": ",".join(map(str, sorted(sizes)))},
+                     0.5, 0.2, after=probe)
 
 
 def probe_size(v: PubsubVariant, url: str, size: int) -> dict[str, Any]:
     """Publish one message of ``size`` bytes on its own connection: accepted, or the error."""
     payload = encode_message("probe", 0, 0, size)
     try:
-        if v.server == "postgres":
-            import psycopg
-
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("SELECT pg_notify('pl_probe', %s)", (payload,))
-        else:
-            import redis
-
-            with redis.Redis.from_url(url) as client:
-                client.publish("pl_probe", payload)
+        make_system(v.system, url).publish_once("pl_probe", payload)
     except Exception as error:
         return {"bytes": size, "accepted": False, "error": f"{type(error).__name__}: {str(error).strip()}"}
     return {"bytes": size, "accepted": True, "error": None}

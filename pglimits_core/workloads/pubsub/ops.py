@@ -9,11 +9,11 @@ publishers' warm-up and measured window; at ``close()`` it reads on until the ch
 for ``QUIET_S`` (at most ``DRAIN_LIMIT_S``: a subscriber that far behind is cut off, and says
 so), then writes its ``Tally``.
 
-Publishers: Postgres ``SELECT pg_notify(channel, payload)`` in autocommit — one publish = one
-transaction — or, batched, one statement ``SELECT pg_notify(channel, p) FROM unnest(array)``:
-``batch`` notifications in one transaction, one round trip. Redis ``PUBLISH``, or ``batch``
-PUBLISHes in one pipeline (one round trip, not a transaction). A publisher counts a message as
-published once the call that sent it returned; it writes its count when it closes.
+Publishers send ``batch`` messages per call, in one round trip (what that is on each system:
+``systems/``). A publisher counts a message as published once the call that sent it returned;
+it writes its count when it closes. The system does the verbs; these operations own the
+clock: the intended start of each publish, and the receipt time of each message as the
+system hands it over.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from redis.exceptions import ConnectionError as ConnectionError_
-
 from pglimits_core.load import current_worker, intended_start_ns, run_start_ns
 from pglimits_core.workloads.pubsub.ledger import Tally, encode_message, write_json
+from pglimits_core.workloads.pubsub.systems.registry import make_system
 
 QUIET_S = 0.5
 DRAIN_LIMIT_S = 10.0
@@ -45,27 +44,18 @@ def worker_tag(prefix: str) -> str:
 
 
 class PubsubOp:
-    """What publishers and subscribers share: the server URL, the channel, the ledger directory
-    and the measured window (warm-up and measured seconds of the run)."""
+    """What publishers and subscribers share: the system and its server's URL, the channel, the
+    ledger directory and the measured window (warm-up and measured seconds of the run)."""
 
     def __init__(self, system: str, url: str, channel: str, ledger_dir: str, warmup_s: float,
                  duration_s: float):
         self.system, self.url, self.channel, self.ledger_dir = system, url, channel, ledger_dir
         self.warmup_s, self.duration_s = warmup_s, duration_s
 
-    @property
-    def postgres(self) -> bool:
-        return self.system.startswith("pg")
-
-    def connect_postgres(self):
-        import psycopg
-
-        return psycopg.connect(self.url, autocommit=True)
-
-    def connect_redis(self):
-        import redis
-
-        return redis.Redis.from_url(self.url)
+    def connect(self) -> None:
+        """The system, opened in this worker (``self.client``)."""
+        self.client = make_system(self.system, self.url)
+        self.client.open()
 
 
 class PublishOp(PubsubOp):
@@ -73,16 +63,17 @@ class PublishOp(PubsubOp):
 
     name = "publish"
 
-    def __init__(self, *args: Any, batch: int = 1, payload_bytes: int = 64, statement: str = "", **kwargs: Any):
+    def __init__(self, *args: Any, batch: int = 1, payload_bytes: int = 64, with_write: bool = False,
+                 **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.batch, self.payload_bytes = batch, payload_bytes
-        #: Postgres only: extra SQL run in the same transaction before the notifications
-        #: (the commit-serialization rows' "insert + notify in one transaction")
-        self.statement = statement
+        #: transactional systems only: a row written in the same transaction before the
+        #: publishes (the commit-serialization rows' "insert + notify in one transaction")
+        self.with_write = with_write
 
     def open(self) -> None:
         self.publisher = worker_tag("p")
-        self.conn = self.connect_postgres() if self.postgres else self.connect_redis()
+        self.connect()
         self.seq, self.in_window, self.first_start_ns = 0, 0, None
         self.window: tuple[int, int] | None = None
 
@@ -99,43 +90,23 @@ class PublishOp(PubsubOp):
         return len(payloads)
 
     def send(self, payloads: list[str]) -> None:
-        if not self.postgres:
-            if len(payloads) == 1:
-                self.conn.publish(self.channel, payloads[0])
-                return
-            pipe = self.conn.pipeline(transaction=False)
-            for payload in payloads:
-                pipe.publish(self.channel, payload)
-            pipe.execute()
-            return
-        if self.statement:
-            with self.conn.transaction():
-                self.conn.execute(self.statement, prepare=True)
-                self._notify(payloads)
-            return
-        self._notify(payloads)
-
-    def _notify(self, payloads: list[str]) -> None:
-        if len(payloads) == 1:
-            self.conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payloads[0]), prepare=True)
+        if self.with_write:
+            self.client.publish_after_write(self.channel, payloads)
         else:
-            self.conn.execute("SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p", (self.channel, payloads),
-                              prepare=True)
+            self.client.publish(self.channel, payloads)
 
     def close(self) -> None:
         write_json(self.ledger_dir, f"publisher-{self.publisher}",
                    {"publisher": self.publisher, "published": self.seq, "published_in_window": self.in_window,
                     "first_start_ns": self.first_start_ns})
-        self.conn.close()
+        self.client.close()
 
 
 class SubscribeOp(PubsubOp):
     """Receive what has arrived on the channel; count it in the subscriber's ``Tally``.
 
     ``stall_s`` > 0 (the stuck-subscriber drill): subscriber 0 stops reading for ``stall_s``
-    seconds once the measured window starts — on Postgres inside an open transaction (a listener
-    in a transaction reads no notification until it ends), on Redis simply not reading its
-    socket, so its output buffer grows on the server."""
+    seconds once the measured window starts (how a system stops reading: its ``stall``)."""
 
     name = "receive"
 
@@ -148,117 +119,71 @@ class SubscribeOp(PubsubOp):
         self.subscriber = worker_tag("s")
         worker = current_worker()
         self.stall_left = self.stall_s if (worker is None or worker.index == 0) else 0.0
-        self.error: str | None = None
-        self.disconnects = 0
-        if self.postgres:
-            self.conn = self.connect_postgres()
-            self.conn.execute(f'LISTEN "{self.channel}"')  # confirmed once execute returns
-        else:
-            self.client = self.connect_redis()
-            self.subscribe()
+        self.drain_error: str | None = None
+        self.connect()
+        self.client.listen(self.channel)
         self.tally = Tally(self.subscriber, time.monotonic_ns())
 
     def __call__(self) -> int:
         if self.tally.window is None:
             self.tally.window = measured_window(self.warmup_s, self.duration_s)
         if self.stall_left and self.tally.window and time.monotonic_ns() >= self.tally.window[0]:
-            self.stall()
+            stall_s, self.stall_left = self.stall_left, 0.0
+            self.client.stall(stall_s)
         return self.receive(self.batch, self.wait_s)
 
     def receive(self, batch: int, wait_s: float, after_run: bool = False) -> int:
+        """Count what the system hands over, each message timed as it is handed over."""
         add, count = self.tally.add, 0
-        if self.postgres:
-            for notify in self.conn.notifies(timeout=wait_s, stop_after=batch):
-                add(time.monotonic_ns(), notify.payload, after_run)
-                count += 1
-            return count
-        try:
-            message = self.conn.get_message(timeout=wait_s)
-        except ConnectionError_ as error:  # dropped by the server (output-buffer limit): rejoin
-            self.rejoin(error)
-            return 0
-        while message is not None:
-            if message["type"] == "message":
-                add(time.monotonic_ns(), message["data"], after_run)
-                count += 1
-            if count >= batch:
-                break
-            try:
-                message = self.conn.get_message(timeout=0)
-            except ConnectionError_ as error:
-                self.rejoin(error)
-                break
+        for payload in self.client.receive(batch, wait_s):
+            add(time.monotonic_ns(), payload, after_run)
+            count += 1
         return count
 
-    def subscribe(self) -> None:
-        self.conn = self.client.pubsub()
-        self.conn.subscribe(self.channel)
-        confirmation = self.conn.get_message(timeout=10)
-        if not confirmation or confirmation.get("type") != "subscribe":
-            raise RuntimeError(f"no subscribe confirmation from Redis: {confirmation!r}")
-
-    def rejoin(self, error: Exception) -> None:
-        """What a Redis application does when the server drops its subscription: subscribe
-        again. Whatever was published meanwhile is lost to it, and counted so."""
-        self.disconnects += 1
-        self.error = f"disconnected {self.disconnects}x, last: {type(error).__name__}: {error}"
-        self.conn.close()
-        self.subscribe()
-
-    def stall(self) -> None:
-        stall_s, self.stall_left = self.stall_left, 0.0
-        if self.postgres:
-            with self.conn.transaction():
-                self.conn.execute("SELECT txid_current()")
-                time.sleep(stall_s)
-        else:
-            time.sleep(stall_s)
-
     def close(self) -> None:
+        quiet = self.drain()
+        write_json(self.ledger_dir, f"subscriber-{self.subscriber}",
+                   {**self.tally.to_json(), "error": self.drain_error or self.client.error,
+                    "disconnects": self.client.disconnects, "drain_complete": quiet})
+        self.client.close()
+
+    def drain(self) -> bool:
+        """Read on until the channel is quiet for ``QUIET_S`` (at most ``DRAIN_LIMIT_S``);
+        whether it was. Cut off while messages were still arriving, what it misses was not
+        received in time, which the accounting keeps apart from a loss."""
         deadline, quiet_since = time.monotonic() + DRAIN_LIMIT_S, time.monotonic()
         try:
             while time.monotonic() < deadline and time.monotonic() - quiet_since < QUIET_S:
                 if self.receive(self.batch, 0.05, after_run=True):
                     quiet_since = time.monotonic()
         except Exception as error:  # a disconnected subscriber (Redis output-buffer limit) still reports
-            self.error = f"{type(error).__name__}: {error}"
-        # cut off while messages were still arriving: what it misses was not received in time,
-        # which the accounting keeps apart from a loss
-        quiet = time.monotonic() - quiet_since >= QUIET_S
-        write_json(self.ledger_dir, f"subscriber-{self.subscriber}",
-                   {**self.tally.to_json(), "error": self.error, "disconnects": self.disconnects,
-                    "drain_complete": quiet})
-        self.conn.close()
-        if not self.postgres:
-            self.client.close()
+            self.drain_error = f"{type(error).__name__}: {error}"
+        return time.monotonic() - quiet_since >= QUIET_S
 
 
 class WriteOp(PubsubOp):
-    """An unrelated small write: one ``statement`` (an INSERT) in autocommit, one transaction
-    per call (the commit-serialization rows' writers; Postgres only). ``control_select``: the
-    transaction is explicit and selects a message-sized payload after the insert — the round
-    trips of insert + ``pg_notify`` in one transaction, without the NOTIFY (the control)."""
+    """An unrelated small write in autocommit, one transaction per call (the commit-serialization
+    rows' writers; transactional systems only). ``control_select``: the transaction is explicit
+    and selects a message-sized payload after the insert — the round trips of insert + publish
+    in one transaction, without the publish (the control)."""
 
     name = "write"
 
-    def __init__(self, *args: Any, statement: str, control_select: bool = False, payload_bytes: int = 64,
-                 **kwargs: Any):
+    def __init__(self, *args: Any, control_select: bool = False, payload_bytes: int = 64, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.statement, self.control_select, self.payload_bytes = statement, control_select, payload_bytes
+        self.control_select, self.payload_bytes = control_select, payload_bytes
 
     def open(self) -> None:
-        self.conn = self.connect_postgres()
+        self.connect()
         self.writer, self.seq = worker_tag("w"), 0
 
     def __call__(self) -> None:
         if not self.control_select:
-            self.conn.execute(self.statement, prepare=True)
+            self.client.write()
             return
         payload = encode_message(self.writer, self.seq, time.monotonic_ns(), self.payload_bytes)
         self.seq += 1
-        with self.conn.transaction():
-            self.conn.execute(self.statement, prepare=True)
-            self.conn.execute("SELECT length(%s)", (payload,), prepare=True)
+        self.client.write_then_select(payload)
 
     def close(self) -> None:
-        self.conn.close()
+        self.client.close()

@@ -10,8 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.studies.study import Point
-from pglimits_core.workloads.pubsub.failures import COMMIT_MODES, commit_point, payload_point
+from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.pubsub.failures import (
+    COMMIT_MODES,
+    commit_point,
+    idle_listeners_point,
+    payload_point,
+    stuck_point,
+)
 from pglimits_core.workloads.pubsub.points import PubsubVariant, cliff, fanout_point, variant
 
 FILTERED = ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit")
@@ -26,22 +32,9 @@ def plan(section: Any, profile: Any) -> list[Point]:
         for v in variants:
             points += fanout_points(section, v, repetition)
     points += [cliff_point(section.cliff, v) for v in chosen(section.cliff, variants)]
-    cs = section.commit_serialization
-    points += [_point("commit_serialization", v, commit_point, mode=mode, writers=cs.writers,
-                      notify_rate=cs.notify_rate, duration_s=cs.duration_s, warmup_s=cs.warmup_s, repetition=r)
-               for r in rounds(cs) for v in chosen(cs, variants) if v.server == "postgres" for mode in COMMIT_MODES]
-    points += [_point("idle_listeners", v, fanout_point, subscribers=il.subscribers, publishers=1, rate=None,
-                      duration_s=il.duration_s, warmup_s=il.warmup_s, idle=idle, experiment="idle_listeners",
-                      extra_params={"repetition": r})
-               for il in as_list(section.idle_listeners) for r in rounds(il) for v in chosen(il, variants)
-               for idle in il.idle]
-    st = section.stuck_subscriber
-    points += [_point("stuck_subscriber", v, fanout_point, subscribers=st.subscribers, publishers=1, rate=st.rate,
-                      duration_s=st.duration_s, warmup_s=st.warmup_s, payload_bytes=st.payload_bytes,
-                      stall_s=stall, experiment="stuck_subscriber", extra_params={"repetition": r})
-               for r in rounds(st) for v in chosen(st, variants) for stall in stalls(st)]
-    pl = section.payload_limit
-    return points + [_point("payload_limit", v, payload_point, sizes=list(pl.sizes)) for v in chosen(pl, variants)]
+    return (points + commit_points(section.commit_serialization, variants)
+            + idle_points(section.idle_listeners, variants) + stuck_points(section.stuck_subscriber, variants)
+            + payload_points(section.payload_limit, variants))
 
 
 def stalls(stuck: Any) -> list[float]:
@@ -74,23 +67,42 @@ def check_filters(section: Any, variants: list[PubsubVariant]) -> None:
                                 f"use one of: {', '.join(sorted(labels))}")
 
 
-def _point(name: str, v: PubsubVariant, function, **params: Any) -> Point:
-    return Point(name, v.label, v.server, params, lambda run: function(run.ctx, v, seed=run.seed, **params))
-
-
 def fanout_points(section: Any, v: PubsubVariant, repetition: int) -> list[Point]:
     points = []
     for sweep in section.fanout:
         if not sweep.includes(v.label):
             continue
         rates = [*sweep.rates, *([None] if sweep.closed_loop else [])]
-        points += [_point("fanout", v, fanout_point, subscribers=n, publishers=sweep.publishers, rate=rate,
-                          duration_s=sweep.duration_s, warmup_s=sweep.warmup_s, payload_bytes=sweep.payload_bytes,
-                          extra_params={"repetition": repetition})
+        points += [point("fanout", v, fanout_point, subscribers=n, publishers=sweep.publishers, rate=rate,
+                         duration_s=sweep.duration_s, warmup_s=sweep.warmup_s, payload_bytes=sweep.payload_bytes,
+                         extra_params={"repetition": repetition})
                    for n in sweep.subscribers for rate in rates]
     return points
 
 
 def cliff_point(cl: Any, v: PubsubVariant) -> Point:
-    return _point("cliff", v, cliff, subscribers=cl.subscribers, publishers=cl.publishers, start_rate=cl.start_rate,
-                  probe_s=cl.probe_s, p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes, repeats=cl.repeats)
+    return point("cliff", v, cliff, subscribers=cl.subscribers, publishers=cl.publishers, start_rate=cl.start_rate,
+                 probe_s=cl.probe_s, p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes, repeats=cl.repeats)
+
+
+def commit_points(cs: Any, variants: list[PubsubVariant]) -> list[Point]:
+    """Every mode per round, for the variants whose publishes can share a writer's transaction."""
+    return [point("commit_serialization", v, commit_point, mode=mode, writers=cs.writers, notify_rate=cs.notify_rate,
+                  duration_s=cs.duration_s, warmup_s=cs.warmup_s, repetition=r)
+            for r in rounds(cs) for v in chosen(cs, variants) if v.transactional for mode in COMMIT_MODES]
+
+
+def idle_points(idle_listeners: Any, variants: list[PubsubVariant]) -> list[Point]:
+    return [point("idle_listeners", v, idle_listeners_point, idle=idle, subscribers=il.subscribers,
+                  duration_s=il.duration_s, warmup_s=il.warmup_s, repetition=r)
+            for il in as_list(idle_listeners) for r in rounds(il) for v in chosen(il, variants) for idle in il.idle]
+
+
+def stuck_points(st: Any, variants: list[PubsubVariant]) -> list[Point]:
+    return [point("stuck_subscriber", v, stuck_point, stall_s=stall, subscribers=st.subscribers, rate=st.rate,
+                  duration_s=st.duration_s, warmup_s=st.warmup_s, payload_bytes=st.payload_bytes, repetition=r)
+            for r in rounds(st) for v in chosen(st, variants) for stall in stalls(st)]
+
+
+def payload_points(pl: Any, variants: list[PubsubVariant]) -> list[Point]:
+    return [point("payload_limit", v, payload_point, sizes=list(pl.sizes)) for v in chosen(pl, variants)]

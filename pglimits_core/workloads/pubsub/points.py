@@ -7,7 +7,7 @@ workers of the driver, subscribers listening before the common start. Phases: wa
 measured window; after it each subscriber reads on until the channel is quiet (publishers late
 on their schedule finish meanwhile) — no idle tail phase, so the run's CPU samples are those of
 the load, which the client-bound verdict reads. Accounting
-(``pubsub_ledger.account``) and delivery latency go into the record's ``params.outcome``.
+(``ledger.account``) and delivery latency go into the record's ``params.outcome``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from pglimits_core.config import data_dir
-from pglimits_core.errors import PGLimitsError
 from pglimits_core.load import (
     ClosedLoop,
     OpenLoop,
@@ -34,35 +33,47 @@ from pglimits_core.load import (
     Slo,
     search_rate,
 )
-from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
+from pglimits_core.samplers.memory import server_memory
+from pglimits_core.studies.runner import RecordedRun, run_recorded
+from pglimits_core.studies.study import StudyRun
+from pglimits_core.studies.variant import Variant
 from pglimits_core.workloads.pubsub.ledger import account, delivery_latency, read_json
 from pglimits_core.workloads.pubsub.ops import PublishOp, SubscribeOp
+from pglimits_core.workloads.pubsub.systems.base import PubsubSystem
+from pglimits_core.workloads.pubsub.systems.registry import (
+    make_system,
+    server_for,
+    system_class,
+    validate_options,
+)
 
 STUDY = "pubsub"
-SYSTEMS = {"pg_notify": "postgres", "redis_publish": "redis"}
 PUBLISH_DRAIN_S = 1.0  # an open-loop publisher behind its schedule may finish this long after the window
 
 
 @dataclass(frozen=True)
-class PubsubVariant:
+class PubsubVariant(Variant):
     """A system and its batch: "pg_notify batch=10" = 10 notifications per transaction,
     "redis_publish batch=10" = 10 PUBLISHes per pipeline."""
 
-    label: str
-    system: str
-    batch: int = 1
-
     @property
     def server(self) -> str:
-        return SYSTEMS[self.system]
+        return server_for(self.system)
+
+    @property
+    def batch(self) -> int:
+        """Messages per publish call."""
+        return self.options.get("batch", 1)
+
+    @property
+    def transactional(self) -> bool:
+        """Its publishes can share a transaction with a write (the commit-serialization rows)."""
+        return system_class(self.system).transactional
 
 
 def variant(system: str, batch: int = 1, label: str | None = None) -> PubsubVariant:
-    if system not in SYSTEMS:
-        raise PGLimitsError(f"unknown pub/sub system {system!r}", f"use one of: {', '.join(SYSTEMS)}")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise PGLimitsError(f"pub/sub variant {system}: batch {batch!r}", "use an integer >= 1")
-    return PubsubVariant(label or f"{system} batch={batch}", system, batch)
+    options = validate_options(system, {"batch": batch})
+    return PubsubVariant(label or f"{system} batch={batch}", system, options)
 
 
 def _scratch() -> Path:
@@ -72,34 +83,23 @@ def _scratch() -> Path:
 
 
 @contextmanager
-def idle_listeners(v: PubsubVariant, url: str, count: int):
+def idle_listeners(system: PubsubSystem, count: int):
     """``count`` connections listening on channels nobody publishes to, held by the study process
     for the point (they never read: idle, as in an application that listens per tenant)."""
     with ExitStack() as stack:
         for index in range(count):
-            if v.server == "postgres":
-                import psycopg
-
-                conn = stack.enter_context(psycopg.connect(url, autocommit=True))
-                conn.execute(f'LISTEN "pl_idle_{index}"')
-            else:
-                import redis
-
-                client = stack.enter_context(redis.Redis.from_url(url))
-                pubsub = client.pubsub()
-                stack.callback(pubsub.close)
-                pubsub.subscribe(f"pl_idle_{index}")
-                pubsub.get_message(timeout=5)
+            system.listen_idle(stack, f"pl_idle_{index}")
         yield
 
 
 class ServerWatch:
-    """Once a second while a point runs: Postgres ``pg_notification_queue_usage()``; Redis the
-    largest pub/sub client output buffer (``CLIENT LIST TYPE pubsub`` omem) and the pub/sub
-    clients connected. Read by the study process on its own connection."""
+    """Once a second while a point runs: what the system's server holds for pub/sub (its
+    ``watcher``: Postgres ``pg_notification_queue_usage()``; Redis the largest pub/sub client
+    output buffer and the pub/sub clients connected) and the server's resident memory. Read by
+    the study process on its own connection."""
 
-    def __init__(self, server: str, url: str, every_s: float = 1.0, pids: tuple[int, ...] = ()):
-        self.server, self.url, self.every_s, self.pids = server, url, every_s, pids
+    def __init__(self, system: PubsubSystem, every_s: float = 1.0, pids: tuple[int, ...] = ()):
+        self.system, self.every_s, self.pids = system, every_s, pids
         self.samples: list[dict[str, Any]] = []
         self.error: str | None = None
         self._stop = threading.Event()
@@ -115,7 +115,7 @@ class ServerWatch:
 
     def _run(self) -> None:
         try:
-            read = self._postgres() if self.server == "postgres" else self._redis()
+            read = self.system.watcher()
             started = time.monotonic()
             while not self._stop.is_set():
                 self.samples.append({"t_s": round(time.monotonic() - started, 2), **read(), **self._rss()})
@@ -126,33 +126,8 @@ class ServerWatch:
     def _rss(self) -> dict[str, float]:
         """The server's resident memory in MiB: summed over its processes (Postgres backends
         share their buffers, so the sum overcounts) and its largest process (a lower bound)."""
-        import psutil
-
-        rss = []
-        for pid in self.pids:
-            try:
-                root = psutil.Process(pid)
-                rss += [p.memory_info().rss for p in (root, *root.children(recursive=True))]
-            except psutil.Error:
-                continue
+        rss = [reading.rss_bytes for reading in server_memory(self.pids)]
         return {"server_rss_mib": sum(rss) / 2**20, "server_rss_largest_mib": max(rss, default=0) / 2**20} if rss else {}
-
-    def _postgres(self):
-        import psycopg
-
-        conn = psycopg.connect(self.url, autocommit=True)
-        return lambda: {"queue_usage": conn.execute("SELECT pg_notification_queue_usage()").fetchone()[0]}
-
-    def _redis(self):
-        import redis
-
-        client = redis.Redis.from_url(self.url, decode_responses=True)
-
-        def read() -> dict[str, Any]:
-            clients = client.client_list(_type="pubsub")
-            return {"pubsub_clients": len(clients),
-                    "max_omem_bytes": max((int(c.get("omem", 0)) for c in clients), default=0)}
-        return read
 
     def summary(self) -> dict[str, Any]:
         keys = {k for s in self.samples for k in s if k != "t_s"}
@@ -161,33 +136,10 @@ class ServerWatch:
                    for k in keys}}
 
 
-def server_limits(v: PubsubVariant, url: str) -> dict[str, Any]:
-    """The settings that bound a pub/sub system, as the server reports them."""
-    if v.server == "postgres":
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True) as conn:
-            return {name: conn.execute(f"SHOW {name}").fetchone()[0]
-                    for name in ("max_connections", "synchronous_commit", "server_version")}
-    import redis
-
-    with redis.Redis.from_url(url, decode_responses=True) as client:
-        return {**client.config_get("client-output-buffer-limit"), **client.config_get("maxclients")}
-
-
-#: connections a Postgres point needs beyond its workers and idle listeners: the samplers, the
-#: server watch, the study's own, and superuser_reserved_connections
-SPARE_CONNECTIONS = 10
-
-
 def check_room(v: PubsubVariant, limits: dict[str, Any], connections: int) -> None:
-    """A Postgres point that needs more connections than ``max_connections`` allows is not run:
-    the reason (and the fix) is its failure, listed under what could not be run."""
-    allowed = int(limits.get("max_connections", 0) or 0)
-    if v.server == "postgres" and allowed and connections + SPARE_CONNECTIONS > allowed:
-        raise PGLimitsError(f"postgres max_connections={allowed} leaves no room for {connections} connections "
-                            f"(workers + idle listeners; LISTEN needs a session of its own, no pooler shares it)",
-                            "raise max_connections in configs/servers/postgres.conf to run this point")
+    """A point needing more connections than its server's ``limits`` allow is not run: the
+    reason (and the fix) is its failure, listed under what could not be run."""
+    system_class(v.system).check_room(limits, connections)
 
 
 def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
@@ -199,10 +151,9 @@ def publisher_loop(rate: float | None, batch: int) -> OpenLoop | ClosedLoop:
     return ClosedLoop(idle_sleep_s=0) if rate is None else OpenLoop(rate=rate / batch, drain_s=PUBLISH_DRAIN_S)
 
 
-def fanout_point(ctx: Context, v: PubsubVariant, subscribers: int, publishers: int, rate: float | None,
-                 duration_s: float, warmup_s: float = 1.0, payload_bytes: int = 64, seed: int = 0,
-                 experiment: str = "fanout", idle: int = 0, stall_s: float = 0.0,
-                 extra_params: dict | None = None) -> RecordedRun:
+def fanout_point(run: StudyRun, v: PubsubVariant, subscribers: int, publishers: int, rate: float | None,
+                 duration_s: float, warmup_s: float = 1.0, payload_bytes: int = 64, experiment: str = "fanout",
+                 idle: int = 0, stall_s: float = 0.0, extra_params: dict | None = None) -> RecordedRun:
     """One fan-out run: ``subscribers`` workers on one channel, ``publishers`` workers publishing
     at ``rate`` messages/s in total (None: closed loop, flat out); ``idle`` idle listeners on
     other channels; ``stall_s`` > 0: subscriber 0 stops reading that long (the stuck drill)."""
@@ -214,7 +165,7 @@ def fanout_point(ctx: Context, v: PubsubVariant, subscribers: int, publishers: i
     params = {"subscribers": subscribers, "publishers": publishers, "rate": rate,
               "loop": "closed" if rate is None else "open", "payload_bytes": payload_bytes,
               "idle_listeners": idle, "stall_s": stall_s, **(extra_params or {})}
-    return run_point(ctx, v, experiment, roles, params, duration_s, warmup_s, seed, idle=idle)
+    return run_point(run, v, experiment, roles, params, duration_s, warmup_s, idle=idle)
 
 
 PUBLISHING = ("warmup", "measure")
@@ -225,14 +176,14 @@ def subscriber_role(common: tuple, subscribers: int, stall_s: float = 0.0) -> Ro
                 loop=ClosedLoop(idle_sleep_s=0), max_errors=1000 if stall_s else 0)
 
 
-def run_point(ctx: Context, v: PubsubVariant, experiment: str, roles_for, params: dict[str, Any],
-              duration_s: float, warmup_s: float, seed: int, idle: int = 0, after=None) -> RecordedRun:
+def run_point(run: StudyRun, v: PubsubVariant, experiment: str, roles_for, params: dict[str, Any],
+              duration_s: float, warmup_s: float, idle: int = 0, after=None) -> RecordedRun:
     """One recorded run on a fresh channel: ``roles_for(common)`` builds the roles from the
     operations' shared arguments; ``after(outcome) -> dict`` adds to the accounting."""
-    url = ctx.endpoints[v.server].url
+    ctx, endpoint = run.ctx, run.ctx.endpoints[v.server]
     ledger = Path(tempfile.mkdtemp(prefix="pubsub-", dir=_scratch()))
-    common = (v.system, url, f"pl_{uuid.uuid4().hex[:12]}", str(ledger), warmup_s, duration_s)
-    spec = RunSpec(phases=_phases(warmup_s, duration_s), roles=roles_for(common), seed=seed,
+    common = (v.system, endpoint.url, f"pl_{uuid.uuid4().hex[:12]}", str(ledger), warmup_s, duration_s)
+    spec = RunSpec(phases=_phases(warmup_s, duration_s), roles=roles_for(common), seed=run.seed,
                    start_method="fork")
     params = {"experiment": experiment, "variant": v.label, "batch": v.batch, **params}
     name = f"{experiment}:{v.label}"
@@ -240,15 +191,15 @@ def run_point(ctx: Context, v: PubsubVariant, experiment: str, roles_for, params
         reused = ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()})
         if reused:
             return reused
-        limits = server_limits(v, url)
+        system = make_system(v.system, endpoint.url)
+        limits = system.limits()
         check_room(v, limits, idle + sum(role.workers for role in spec.roles))
 
         def judged(_result) -> dict[str, Any]:
             outcome = judge(ledger, duration_s, watch, limits)
             return {**outcome, **(after(outcome) if after else {})}
 
-        pids = tuple(ctx.endpoints[v.server].pids)
-        with idle_listeners(v, url, idle), ServerWatch(v.server, url, pids=pids) as watch:
+        with idle_listeners(system, idle), ServerWatch(system, pids=tuple(endpoint.pids)) as watch:
             return run_recorded(ctx, STUDY, v.system, name, v.server, spec, params, after=judged)
     finally:
         shutil.rmtree(ledger, ignore_errors=True)
@@ -269,18 +220,18 @@ def judge(ledger: Path, duration_s: float, watch: ServerWatch | None, limits: di
             "server_watch": watch.summary() if watch else None, "limits": limits}
 
 
-def cliff(ctx: Context, v: PubsubVariant, subscribers: int, publishers: int, start_rate: float, probe_s: float,
-          p99_bound_ms: float, max_probes: int, repeats: int, payload_bytes: int = 64, seed: int = 0):
+def cliff(run: StudyRun, v: PubsubVariant, subscribers: int, publishers: int, start_rate: float, probe_s: float,
+          p99_bound_ms: float, max_probes: int, repeats: int, payload_bytes: int = 64):
     """The highest publish rate (messages/s) at which every subscriber gets everything with a
     delivery p99 under the bound; every probe is a recorded fan-out point ("cliff")."""
     slo = Slo(p99_bound_us=p99_bound_ms * 1000, min_achieved_fraction=0.95, max_backlog_growth=0.001)
 
     def measure_at(rate: float) -> PointResult:
-        run = fanout_point(ctx, v, subscribers, publishers, rate, probe_s, warmup_s=1.0, seed=seed,
-                           payload_bytes=payload_bytes, experiment="cliff", extra_params={"slo": vars(slo)})
-        outcome = run.extra
-        if run.status != "complete" or not outcome:  # a failed probe never holds a rate
-            return PointResult(offered=rate, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": run.error})
+        probe = fanout_point(run, v, subscribers, publishers, rate, probe_s, warmup_s=1.0,
+                             payload_bytes=payload_bytes, experiment="cliff", extra_params={"slo": vars(slo)})
+        outcome = probe.extra
+        if probe.status != "complete" or not outcome:  # a failed probe never holds a rate
+            return PointResult(offered=rate, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": probe.error})
         return point_result(outcome, rate)
 
     return search_rate(measure_at, slo, start_rate=start_rate, max_probes=max_probes, repeats=repeats)

@@ -9,18 +9,18 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.report import flag_points
-from pglimits_core.analysis.seed import AGREEMENT_SLACK
+from pglimits_core.analysis.seed import verdict_short
 from pglimits_core.plotting.figures import ENGINE_COLOURS, line_style_for
 from pglimits_core.plotting.figures import finish as _finish
 from pglimits_core.plotting.html_report import Section
+from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
 
 MARKERS = ["o", "s", "^", "D", "v"]
-SERVER_OF = {"pg_notify": "postgres", "redis_publish": "redis"}
 
 
 def colour_for(variant: str) -> str:
     """A variant's system colour: the colour of its server (the queue study's Postgres and Redis)."""
-    return ENGINE_COLOURS.get(SERVER_OF.get(variant.split()[0], ""), "#595959")
+    return ENGINE_COLOURS.get(SERVER_FOR.get(variant.split()[0], ""), "#595959")
 
 HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in autocommit, one publish = one "
                "transaction, or `batch=n` notifications per transaction) vs Redis PUBLISH/SUBSCRIBE (redis-py; "
@@ -211,12 +211,13 @@ def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def verdict(seed: float, ours: float | None, client_bound: bool, busy_runs: int = 0) -> str:
+    """Not judged where our clients set the rate or CPU went unexplained; otherwise the one
+    agreement rule every workload uses (``analysis.seed``)."""
     if ours is None:
         return "not measured on both sides"
     if client_bound:
         return "inconclusive: client-bound (our Python subscribers set the rate, not the servers)"
     if busy_runs:
         return f"inconclusive: CPU outside client and server in {busy_runs} of the runs compared"
-    if seed / AGREEMENT_SLACK <= ours <= seed * AGREEMENT_SLACK:
-        return "agree"
-    return "same direction, different size" if (ours > 1) == (seed > 1) else "differ"
+    # the source gives one ratio, not a range; this table has always said plain "differ"
+    return verdict_short(ours, seed)

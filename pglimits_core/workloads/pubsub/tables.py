@@ -89,39 +89,42 @@ def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFram
     rows = []
     for key, group in pubs.groupby(GROUP, sort=True, dropna=False):
         row = dict(zip(GROUP, key, strict=True))
-        empty = group[~measured_something(group)]
-        group = group[measured_something(group)]
-        if group.empty:
+        kept = group[measured_something(group)]
+        if kept.empty:
             continue
-        lag_p99 = _median(group, "schedule_lag_p99_ms")
-        delivery_p99 = group.delivery_p99.median()
-        rows.append({**row, "runs": len(group),
-                     "failed_runs": failed.get((row["variant"], row["subscribers"], row["publishers"], row["rate"]), 0)
-                     + len(empty),
-                     "published_per_s": group.achieved_published_per_s.median(),
-                     "published_per_s_range": _spread(group.achieved_published_per_s, 0),
-                     "deliveries_per_s": group.achieved_deliveries_per_s.median(),
-                     "deliveries_per_s_range": _spread(group.achieved_deliveries_per_s, 0),
-                     "behind_at_end_pct": _median(group, "behind_pct"),
-                     "delivery_p50_ms": group.delivery_p50.median(), "delivery_p99_ms": delivery_p99,
-                     "delivery_p99_range_ms": _spread(group.delivery_p99),
-                     "delivery_p999_ms": group.delivery_p999.median(),
-                     "publisher_lag_p99_ms": lag_p99,
-                     "lag_dominated": lag_dominated(lag_p99, delivery_p99),
-                     "publish_service_p99_ms": _median(group, "service_time_p99_ms"),
-                     "delivered": int(group.delivered.sum()), "expected": int(group.expected.sum()),
-                     "delivered_ratio": group.delivered.sum() / group.expected.sum() if group.expected.sum() else None,
-                     "lost": int(group.lost.sum()), "not_received_by_cutoff": _sum(group, "not_received_by_cutoff"),
-                     "duplicates": int(group.duplicates.sum()),
-                     "reordered": int(group.reordered.sum()),
-                     "sustained": _all_sustained(group),
-                     "server_cpu_ms_per_1k": _per_1k(group, "server_cpu_pct"),
-                     "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"),
-                     "server_rss_largest_mib": pd.to_numeric(group.get("server_rss_largest_mib"), errors="coerce").max(),
-                     "busy_neighbour_runs": int(group.other_cpu_pct.map(busy_neighbour).sum())
-                     if "other_cpu_pct" in group else 0,
-                     "client_bound": _any(group.client_bound)})
+        failed_count = failed.get((row["variant"], row["subscribers"], row["publishers"], row["rate"]), 0)
+        rows.append({**row, **fanout_row(kept, failed_count + len(group) - len(kept))})
     return pd.DataFrame(rows)
+
+
+def fanout_row(group: pd.DataFrame, failed_runs: int) -> dict[str, Any]:
+    """One fan-out row's figures from the runs that measured something (``group``)."""
+    lag_p99 = _median(group, "schedule_lag_p99_ms")
+    delivery_p99 = group.delivery_p99.median()
+    return {"runs": len(group), "failed_runs": failed_runs,
+            "published_per_s": group.achieved_published_per_s.median(),
+            "published_per_s_range": _spread(group.achieved_published_per_s, 0),
+            "deliveries_per_s": group.achieved_deliveries_per_s.median(),
+            "deliveries_per_s_range": _spread(group.achieved_deliveries_per_s, 0),
+            "behind_at_end_pct": _median(group, "behind_pct"),
+            "delivery_p50_ms": group.delivery_p50.median(), "delivery_p99_ms": delivery_p99,
+            "delivery_p99_range_ms": _spread(group.delivery_p99),
+            "delivery_p999_ms": group.delivery_p999.median(),
+            "publisher_lag_p99_ms": lag_p99,
+            "lag_dominated": lag_dominated(lag_p99, delivery_p99),
+            "publish_service_p99_ms": _median(group, "service_time_p99_ms"),
+            "delivered": int(group.delivered.sum()), "expected": int(group.expected.sum()),
+            "delivered_ratio": group.delivered.sum() / group.expected.sum() if group.expected.sum() else None,
+            "lost": int(group.lost.sum()), "not_received_by_cutoff": _sum(group, "not_received_by_cutoff"),
+            "duplicates": int(group.duplicates.sum()),
+            "reordered": int(group.reordered.sum()),
+            "sustained": _all_sustained(group),
+            "server_cpu_ms_per_1k": _per_1k(group, "server_cpu_pct"),
+            "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"),
+            "server_rss_largest_mib": pd.to_numeric(group.get("server_rss_largest_mib"), errors="coerce").max(),
+            "busy_neighbour_runs": int(group.other_cpu_pct.map(busy_neighbour).sum())
+            if "other_cpu_pct" in group else 0,
+            "client_bound": _any(group.client_bound)}
 
 
 #: subscribers still receiving this share of the expected deliveries after the publishers

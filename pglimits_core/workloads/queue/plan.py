@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.studies.study import Point
+from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.queue.drills.consumer_crash import EXPERIMENT as CONSUMER_CRASH
 from pglimits_core.workloads.queue.drills.consumer_crash import consumer_crash_point
 from pglimits_core.workloads.queue.points import (
@@ -54,53 +54,43 @@ def check_variant_filters(section: Any, variants: list[QueueVariant]) -> None:
                                 f"use one of: {', '.join(sorted(labels))}")
 
 
-def _point(experiment: str, v: QueueVariant, function, **params: Any) -> Point:
-    return Point(experiment, v.label, v.server, params,
-                 lambda run: function(run.ctx, v, seed=run.seed, **params))
-
-
 def sweep_points(section: Any, v: QueueVariant) -> list[Point]:
     """One repetition of the throughput, steady-state and latency sweeps of variant ``v``."""
     t, st, lat = section.throughput, section.steady, section.latency
-    points = [_point("throughput", v, throughput_point, consumers=c, prefill_count=t.prefill,
-                     duration_s=t.duration_s, warmup_s=t.warmup_s)
+    points = [point("throughput", v, throughput_point, consumers=c, prefill_count=t.prefill,
+                    duration_s=t.duration_s, warmup_s=t.warmup_s)
               for c in (t.consumers if t.includes(v.label) else [])]
-    points += [_point("steady", v, steady_point, consumers=c, producers=st.producers,
-                      target_depth=st.target_depth, duration_s=st.duration_s, warmup_s=st.warmup_s)
+    points += [point("steady", v, steady_point, consumers=c, producers=st.producers,
+                     target_depth=st.target_depth, duration_s=st.duration_s, warmup_s=st.warmup_s)
                for c in (st.consumers if st and st.includes(v.label) else [])]
-    return points + [_point("latency", v, latency_point, rate=r, producers=lat.producers, consumers=lat.consumers,
-                            duration_s=lat.duration_s, warmup_s=lat.warmup_s)
+    return points + [point("latency", v, latency_point, rate=r, producers=lat.producers, consumers=lat.consumers,
+                           duration_s=lat.duration_s, warmup_s=lat.warmup_s)
                      for r in (lat.rates if lat.includes(v.label) else [])]
 
 
 def cliff_point(cl: Any, v: QueueVariant) -> Point:
-    return _point("cliff", v, cliff, start_rate=cl.start_rate, producers=cl.producers, consumers=cl.consumers,
-                  probe_s=cl.probe_s, p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes, repeats=cl.repeats)
+    return point("cliff", v, cliff, start_rate=cl.start_rate, producers=cl.producers, consumers=cl.consumers,
+                 probe_s=cl.probe_s, p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes, repeats=cl.repeats)
 
 
 def consumer_crash_points(drill: Any, variants: list[QueueVariant]) -> list[Point]:
     if drill is None:
         return []
-    return [_point(CONSUMER_CRASH, v, consumer_crash_point, consumers=drill.consumers, prefill_count=drill.prefill,
-                   kill_after_acks=drill.kill_after_acks, visibility_timeout_s=drill.visibility_timeout_s,
-                   duration_s=drill.duration_s)
+    return [point(CONSUMER_CRASH, v, consumer_crash_point, consumers=drill.consumers, prefill_count=drill.prefill,
+                  kill_after_acks=drill.kill_after_acks, visibility_timeout_s=drill.visibility_timeout_s,
+                  duration_s=drill.duration_s)
             for _ in range(drill.drills) for v in variants if drill.includes(v.label)]
 
 
 def recovery_points(spec: Any, variants: list[QueueVariant]) -> list[Point]:
     """``drills`` rounds over the drilled variants, each drill its own record; rounds, not one
     variant's drills back to back, so drift on the shared box spreads over every system."""
-    from pglimits_core.workloads.queue.drills.recovery import drill, drilled_variant
+    from pglimits_core.workloads.queue.drills.recovery import drilled_variant, recovery_point
 
     if spec is None:
         return []
     drilled = [drilled_variant(label, variants) for label in spec.variants]
-
-    def call(v: QueueVariant, index: int):
-        return lambda run: drill(run.ctx, run.fleet, v, spec.load_s, spec.rate, run.seed, index)
-
-    return [Point("recovery", v.label, v.server, {"drill": index, "load_s": spec.load_s, "rate": spec.rate},
-                  call(v, index))
+    return [point("recovery", v, recovery_point, load_s=spec.load_s, rate=spec.rate, drill=index)
             for index in range(spec.drills) for v in drilled]
 
 
@@ -116,12 +106,6 @@ def backup_points(spec: Any, variants: list[QueueVariant]) -> list[Point]:
     if spec is None:
         return []
     drilled = [backed_up_variant(label, variants) for label in spec.variants]
-
-    def call(v: QueueVariant, index: int):
-        return lambda run: backup_point(run.ctx, run.servers, v, spec.queue_messages, spec.rate,
-                                        spec.load_s, run.seed, index)
-
-    return [Point(EXPERIMENT, v.label, v.server,
-                  {"drill": index, "queue_messages": spec.queue_messages, "rate": spec.rate, "load_s": spec.load_s},
-                  call(v, index))
+    return [point(EXPERIMENT, v, backup_point, queue_messages=spec.queue_messages, rate=spec.rate,
+                  load_s=spec.load_s, drill=index)
             for index in range(spec.drills) for v in drilled]

@@ -12,9 +12,9 @@ import json
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pglimits_core.config import data_dir
 from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
@@ -29,12 +29,16 @@ from pglimits_core.load import (
     search_rate,
 )
 from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
+from pglimits_core.studies.variant import Variant
 from pglimits_core.workloads.queue.ops import ConsumeOp, EnqueueOp, SteadyEnqueueOp
 from pglimits_core.workloads.queue.systems.registry import (
     make_adapter,
     server_for,
     validate_options,
 )
+
+if TYPE_CHECKING:
+    from pglimits_core.studies.study import StudyRun
 
 STUDY = "queue"
 PREFILL_BATCH = 500
@@ -44,12 +48,8 @@ DRAIN_BATCH = 500  # messages per claim in the untimed drain after a point
 
 
 @dataclass(frozen=True)
-class QueueVariant:
-    """One system with its options, e.g. label "pg_delete b10" = pg_delete with batch 10."""
-
-    label: str
-    system: str
-    options: dict[str, Any] = field(default_factory=dict)
+class QueueVariant(Variant):
+    """One queue system with its options, e.g. label "pg_delete b10" = pg_delete with batch 10."""
 
     @property
     def server(self) -> str:
@@ -196,9 +196,10 @@ def _scratch() -> Path:
     return path
 
 
-def throughput_point(ctx: Context, v: QueueVariant, consumers: int, prefill_count: int,
-                     duration_s: float, warmup_s: float = 1.0, seed: int = 0) -> RecordedRun:
+def throughput_point(run: StudyRun, v: QueueVariant, consumers: int, prefill_count: int,
+                     duration_s: float, warmup_s: float = 1.0) -> RecordedRun:
     """Closed-loop burn-down: ``consumers`` drain a prefilled backlog as fast as they can."""
+    ctx, seed = run.ctx, run.seed
     url = ctx.endpoints[v.server].url
 
     def roles(ledger: str) -> list[Role]:
@@ -209,10 +210,11 @@ def throughput_point(ctx: Context, v: QueueVariant, consumers: int, prefill_coun
                       {"consumers": consumers}, prefill_count, seed)
 
 
-def steady_point(ctx: Context, v: QueueVariant, consumers: int, producers: int, target_depth: int,
-                 duration_s: float, warmup_s: float = 1.0, batch: int = 10, seed: int = 0) -> RecordedRun:
+def steady_point(run: StudyRun, v: QueueVariant, consumers: int, producers: int, target_depth: int,
+                 duration_s: float, warmup_s: float = 1.0, batch: int = 10) -> RecordedRun:
     """Producer/consumer steady state: producers hold the backlog near ``target_depth`` (enqueue
     batches of ``batch`` only while below it), ``consumers`` claim as fast as they can."""
+    ctx, seed = run.ctx, run.seed
     url = ctx.endpoints[v.server].url
 
     def roles(ledger: str) -> list[Role]:
@@ -226,10 +228,11 @@ def steady_point(ctx: Context, v: QueueVariant, consumers: int, producers: int, 
     return _run_point(ctx, v, "steady", roles, _phases(warmup_s, duration_s), params, target_depth, seed)
 
 
-def latency_point(ctx: Context, v: QueueVariant, rate: float, producers: int, consumers: int,
-                  duration_s: float, warmup_s: float = 1.0, seed: int = 0,
+def latency_point(run: StudyRun, v: QueueVariant, rate: float, producers: int, consumers: int,
+                  duration_s: float, warmup_s: float = 1.0,
                   experiment: str = "latency", extra_params: dict | None = None) -> RecordedRun:
     """Open-loop producers at ``rate`` msg/s (one message per enqueue) + closed-loop consumers."""
+    ctx, seed = run.ctx, run.seed
     url = ctx.endpoints[v.server].url
 
     def roles(ledger: str) -> list[Role]:
@@ -255,8 +258,8 @@ def point_result(run: RecordedRun, rate: float, duration_s: float) -> PointResul
                        p99_us=e2e.p99_us if e2e else None, backlog_growth=backlog)
 
 
-def cliff(ctx: Context, v: QueueVariant, start_rate: float, producers: int, consumers: int,
-          probe_s: float, p99_bound_ms: float, max_probes: int, seed: int = 0, repeats: int = 3):
+def cliff(run: StudyRun, v: QueueVariant, start_rate: float, producers: int, consumers: int,
+          probe_s: float, p99_bound_ms: float, max_probes: int, repeats: int = 3):
     """Rate search for the highest sustainable rate; every probe is a recorded latency point.
 
     The SLO is judged on end-to-end latency from the *intended* send, over messages whose send
@@ -265,10 +268,10 @@ def cliff(ctx: Context, v: QueueVariant, start_rate: float, producers: int, cons
     slo = Slo(p99_bound_us=p99_bound_ms * 1000, min_achieved_fraction=0.95, max_backlog_growth=0.05)
 
     def measure_at(rate: float) -> PointResult:
-        run = latency_point(ctx, v, rate, producers, consumers, probe_s, warmup_s=1.0, seed=seed,
-                            experiment="cliff", extra_params={"slo": vars(slo)})
-        if run.status != "complete" or run.summary is None:  # a failed probe never holds a rate
-            return PointResult(offered=rate, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": run.error})
-        return point_result(run, rate, probe_s)
+        probe = latency_point(run, v, rate, producers, consumers, probe_s, warmup_s=1.0,
+                              experiment="cliff", extra_params={"slo": vars(slo)})
+        if probe.status != "complete" or probe.summary is None:  # a failed probe never holds a rate
+            return PointResult(offered=rate, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": probe.error})
+        return point_result(probe, rate, probe_s)
 
     return search_rate(measure_at, slo, start_rate=start_rate, max_probes=max_probes, repeats=repeats)

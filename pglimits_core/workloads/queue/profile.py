@@ -40,7 +40,7 @@ class QueueCliffSearch(CliffSearch):
 
 
 class RecoveryDrill(ForVariants):
-    """Crash drill (``studies.queue_recovery``): labels of queue variants ("sqlite_wal batch=1"),
+    """Crash drill (``drills.recovery``): labels of queue variants ("sqlite_wal batch=1"),
     seconds of producer load before the SIGKILL, and the producer's rate (null: flat out)."""
 
     variants: list[str] = Field(min_length=1)
@@ -51,7 +51,7 @@ class RecoveryDrill(ForVariants):
 
 
 class ConsumerCrashDrill(ForVariants):
-    """Consumer-crash drill (``studies.queue_consumer_crash``): ``consumers`` burn down
+    """Consumer-crash drill (``drills.consumer_crash``): ``consumers`` burn down
     ``prefill`` messages with the design's reaper running every ``visibility_timeout_s``/2;
     consumer 0 SIGKILLs itself holding a claimed batch after ``kill_after_acks`` acknowledged
     batches (a deterministic moment); ``duration_s`` must leave the reaper time to bring the
@@ -67,7 +67,7 @@ class ConsumerCrashDrill(ForVariants):
 
 
 class BackupDrill(ForVariants):
-    """Backup/restore drill (``studies.queue_backup``): labels of queue variants (a Postgres,
+    """Backup/restore drill (``drills.backup``): labels of queue variants (a Postgres,
     Redis or SQLite design each), the queue's size in messages at the backup (the seeds' mix,
     ~845 B a payload on average), the producer's and the consumer's rate during the hot backup,
     seconds of that load before it starts, and drills per variant (each its own run record)."""

@@ -60,6 +60,8 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     consumer count, the steady-state peak, e2e p99 at each offered rate (or 'not sustained'),
     and the cliff."""
     sweep = tables["throughput"]
+    if sweep.empty or "consumers" not in sweep:
+        return pd.DataFrame({"note": ["no throughput run recorded: nothing to headline (see what could not be run)"]})
     low = int(sweep.consumers.min())
     head = pd.DataFrame({f"burn-down jobs/s, {low} consumer{'s' if low > 1 else ''}": _at_consumers(sweep, low),
                          "burn-down jobs/s, peak @consumers": _peak(sweep)})

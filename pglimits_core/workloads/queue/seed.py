@@ -39,7 +39,7 @@ class SeedClaim:
     a_label: str
     b_label: str
     # our queue designs standing for A and B (variant labels without their durability options,
-    # see ``queue_durability.design``); within a durability class the first measured one wins
+    # see ``durability_tables.design``); within a durability class the first measured one wins
     a_designs: tuple[str, ...]
     b_designs: tuple[str, ...]
     seed_a: tuple[float, float]  # (low, high) as the seed states it

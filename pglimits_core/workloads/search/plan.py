@@ -12,18 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.studies.study import Point
-from pglimits_core.workloads.search.engines import SERVERS, SearchVariant, variant
-from pglimits_core.workloads.search.points import (
-    LOAD_LABELS,
-    Setup,
-    correctness_point,
-    latency_point,
-    load_point,
-    prepared,
-    throughput_point,
-)
+from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.search.correctness import correctness_point
+from pglimits_core.workloads.search.loading import load_point
+from pglimits_core.workloads.search.points import crossover_point, latency_point, throughput_point
+from pglimits_core.workloads.search.prepared import Setup, prepared
 from pglimits_core.workloads.search.queries import decade_streams
+from pglimits_core.workloads.search.systems.registry import jvm_servers
+from pglimits_core.workloads.search.variant import SearchVariant, load_variant, variant
 
 
 def setup_of(section: Any, profile: Any) -> Setup:
@@ -64,7 +60,7 @@ def prepare(section: Any, profile: Any) -> None:
 
 def server_options(section: Any) -> dict[str, dict[str, Any]]:
     """Both JVM engines get the same heap."""
-    return {name: {"heap": section.heap} for name in ("elasticsearch", "opensearch")}
+    return {name: {"heap": section.heap} for name in jvm_servers()}
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
@@ -72,11 +68,9 @@ def plan(section: Any, profile: Any) -> list[Point]:
     variants = variants_of(section)
     setup = setup_of(section, profile)
     systems = list(dict.fromkeys(v.system for v in variants))
-    points = [Point("load", LOAD_LABELS[system], SERVERS[system], {"repetition": rep},
-                    lambda run, system=system, rep=rep: load_point(run.ctx, setup, system, rep, run.seed))
+    points = [point("load", load_variant(system), load_point, setup=setup, repetition=rep)
               for rep in range(section.load.repetitions) for system in systems]
-    points += [Point("correctness", v.label, v.server, {},
-                     lambda run, v=v: correctness_point(run.ctx, setup, v, run.seed)) for v in variants]
+    points += [point("correctness", v, correctness_point, setup=setup) for v in variants]
     for rep in range(section.repetitions):
         points += throughput_round(section, setup, variants, rep)
     points += crossover_points(section, setup, variants)
@@ -84,17 +78,10 @@ def plan(section: Any, profile: Any) -> list[Point]:
 
 
 def throughput_round(section: Any, setup: Setup, variants: list[SearchVariant], rep: int) -> list[Point]:
-    points = []
-    for sweep in section.throughput:
-        for stream in sweep.streams:
-            for clients in sweep.clients:
-                for v in (v for v in variants if sweep.includes(v.label)):
-                    params = {"stream": stream, "clients": clients, "repetition": rep}
-                    points.append(Point("throughput", v.label, v.server, params,
-                                        lambda run, v=v, stream=stream, clients=clients, sweep=sweep:
-                                        throughput_point(run.ctx, setup, v, stream, clients, sweep.duration_s,
-                                                         sweep.warmup_s, run.seed)))
-    return points
+    return [point("throughput", v, throughput_point, setup=setup, stream=stream, clients=clients,
+                  duration_s=sweep.duration_s, warmup_s=sweep.warmup_s, repetition=rep)
+            for sweep in section.throughput for stream in sweep.streams for clients in sweep.clients
+            for v in variants if sweep.includes(v.label)]
 
 
 def crossover_points(section: Any, setup: Setup, variants: list[SearchVariant]) -> list[Point]:
@@ -102,10 +89,8 @@ def crossover_points(section: Any, setup: Setup, variants: list[SearchVariant]) 
     if cross is None:
         return []
     streams = decade_streams(setup.spec.documents, cross.top_fraction)
-    return [Point("crossover", v.label, v.server, {"stream": stream, "clients": cross.clients, "repetition": rep},
-                  lambda run, v=v, stream=stream: throughput_point(run.ctx, setup, v, stream, cross.clients,
-                                                                   cross.duration_s, cross.warmup_s, run.seed,
-                                                                   experiment="crossover"))
+    return [point("crossover", v, crossover_point, setup=setup, stream=stream, clients=cross.clients,
+                  duration_s=cross.duration_s, warmup_s=cross.warmup_s, repetition=rep)
             for rep in range(section.repetitions) for stream in streams
             for v in variants if cross.includes(v.label)]
 
@@ -121,9 +106,8 @@ def latency_points(section: Any, setup: Setup, variants: list[SearchVariant]) ->
             if not any(stream in s.streams and s.includes(v.label) for s in section.throughput):
                 raise PGLimitsError(f"search.latency needs {v.label}'s throughput in stream {stream!r} "
                                     "to choose its rates", "add the stream to a throughput sweep of that variant")
-    return [Point("latency", v.label, v.server, {"stream": stream, "fraction": fraction, "repetition": rep},
-                  lambda run, v=v, stream=stream, fraction=fraction: latency_point(
-                      run.ctx, setup, v, stream, fraction, latency.workers, latency.duration_s,
-                      latency.warmup_s, run.seed, labels))
+    return [point("latency", v, latency_point, setup=setup, stream=stream, fraction=fraction,
+                  workers=latency.workers, duration_s=latency.duration_s, warmup_s=latency.warmup_s,
+                  labels=labels, repetition=rep)
             for rep in range(section.repetitions) for stream in latency.streams
             for fraction in latency.fractions for v in chosen]

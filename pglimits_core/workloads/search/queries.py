@@ -130,56 +130,77 @@ def decade_queries(corpus: Corpus, per_decade: int, top_fraction: float,
                    seed: int) -> tuple[list[tuple[str, str, str]], list[np.ndarray]]:
     """``per_decade`` distinct co-occurring term pairs in every bucket of match-set size
     (``bucket_edges``: decades from 1-9 up to the open-ended last bucket of queries that match
-    ``top_fraction`` of the corpus or more), seeded.
-
-    Term a is log-uniform over the terms by document frequency (so the few very frequent terms,
-    which make the big match sets, are drawn often enough); term b is a word of a random
-    document holding a (so the pair matches something). Raises with the fix when a bucket
-    cannot be filled."""
-    documents = corpus.num_documents
-    postings, offsets = inverted_index(np.asarray(corpus.tokens), np.asarray(corpus.doc_offsets), len(corpus.words))
-    frequencies = np.diff(offsets)
-    by_frequency = np.argsort(-frequencies, kind="stable")
-    by_frequency = by_frequency[frequencies[by_frequency] >= MIN_QUERY_DF]
-    eligible = np.zeros(len(frequencies), dtype=bool)
-    eligible[by_frequency] = True
-    edges = np.array(bucket_edges(documents, top_fraction))
+    ``top_fraction`` of the corpus or more), seeded (``PairDraw`` says how a pair is drawn).
+    Raises with the fix when a bucket cannot be filled."""
+    edges = np.array(bucket_edges(corpus.num_documents, top_fraction))
+    draw = PairDraw(corpus, seed)
     found: dict[int, list[tuple[int, int, np.ndarray]]] = {d: [] for d in range(len(edges))}
-    seen: set[tuple[int, int]] = set()
-    rng = np.random.default_rng([seed, _STREAM_DECADES])
-    mask = np.zeros(documents, dtype=bool)
     for _ in range(MAX_TRIES_PER_QUERY * per_decade * len(edges)):
-        if all(len(bucket) >= per_decade for bucket in found.values()) or not by_frequency.size:
+        if all(len(bucket) >= per_decade for bucket in found.values()) or not draw.terms.size:
             break
-        a = int(by_frequency[min(len(by_frequency), int(len(by_frequency) ** rng.random())) - 1])
-        docs_a = postings[offsets[a]:offsets[a + 1]]
-        doc = int(docs_a[rng.integers(len(docs_a))])
-        words = np.asarray(corpus.tokens[corpus.doc_offsets[doc]:corpus.doc_offsets[doc + 1]])
-        partners = np.unique(words[eligible[words] & (words != a)])
-        if not partners.size:
+        if (pair := draw.next()) is None:
             continue
-        b = int(rng.choice(partners))
-        pair = (min(a, b), max(a, b))
-        if pair in seen:
-            continue
-        seen.add(pair)
-        mask[docs_a] = True
-        docs_b = postings[offsets[b]:offsets[b + 1]]
-        matches = docs_b[mask[docs_b]]
-        mask[docs_a] = False
+        a, b, matches = pair
         bucket = found[int(np.searchsorted(edges, len(matches), side="right")) - 1]
         if len(bucket) < per_decade:
             bucket.append((a, b, np.sort(matches).astype(np.int32)))
     names = bucket_names(edges.tolist())
+    check_filled(found, names, per_decade, top_fraction, corpus.num_documents)
+    pairs = [(names[d], str(corpus.words[a]), str(corpus.words[b])) for d, bucket in found.items()
+             for a, b, _ in bucket]
+    return pairs, [matches for bucket in found.values() for _, _, matches in bucket]
+
+
+class PairDraw:
+    """Seeded term pairs that co-occur, each pair once, with its exact match set.
+
+    Term a is log-uniform over the terms by document frequency (so the few very frequent terms,
+    which make the big match sets, are drawn often enough); term b is a word of a random
+    document holding a (so the pair matches something)."""
+
+    def __init__(self, corpus: Corpus, seed: int):
+        self.corpus = corpus
+        self.postings, self.offsets = inverted_index(np.asarray(corpus.tokens), np.asarray(corpus.doc_offsets),
+                                                     len(corpus.words))
+        frequencies = np.diff(self.offsets)
+        by_frequency = np.argsort(-frequencies, kind="stable")
+        self.terms = by_frequency[frequencies[by_frequency] >= MIN_QUERY_DF]  # most frequent first
+        self.eligible = np.zeros(len(frequencies), dtype=bool)
+        self.eligible[self.terms] = True
+        self.rng = np.random.default_rng([seed, _STREAM_DECADES])
+        self.mask = np.zeros(corpus.num_documents, dtype=bool)
+        self.seen: set[tuple[int, int]] = set()
+
+    def documents(self, term: int) -> np.ndarray:
+        return self.postings[self.offsets[term]:self.offsets[term + 1]]
+
+    def next(self) -> tuple[int, int, np.ndarray] | None:
+        """A new pair ``(a, b, matches)``; None when this draw found no partner or a pair drawn before."""
+        terms, corpus = self.terms, self.corpus
+        a = int(terms[min(len(terms), int(len(terms) ** self.rng.random())) - 1])
+        docs_a = self.documents(a)
+        doc = int(docs_a[self.rng.integers(len(docs_a))])
+        words = np.asarray(corpus.tokens[corpus.doc_offsets[doc]:corpus.doc_offsets[doc + 1]])
+        partners = np.unique(words[self.eligible[words] & (words != a)])
+        if not partners.size:
+            return None
+        b = int(self.rng.choice(partners))
+        pair = (min(a, b), max(a, b))
+        if pair in self.seen:
+            return None
+        self.seen.add(pair)
+        self.mask[docs_a] = True  # the intersection through a mask: no sort of either posting list
+        docs_b = self.documents(b)
+        matches = docs_b[self.mask[docs_b]]
+        self.mask[docs_a] = False
+        return a, b, matches
+
+
+def check_filled(found: dict[int, list], names: list[str], per_decade: int, top_fraction: float,
+                 documents: int) -> None:
     short = [d for d, bucket in found.items() if len(bucket) < per_decade]
     if short:
         raise PGLimitsError(f"the corpus gives only {len(found[short[0]])} of {per_decade} distinct queries "
                             f"with {names[short[0]]} matches (crossover buckets up to {top_fraction:.0%} "
                             f"of {documents:,} documents)",
                             "lower search.crossover.per_decade or top_fraction, or use a larger corpus")
-    pairs, sets = [], []
-    for d, bucket in found.items():
-        for a, b, matches in bucket:
-            pairs.append((names[d], str(corpus.words[a]), str(corpus.words[b])))
-            sets.append(matches)
-    return pairs, sets

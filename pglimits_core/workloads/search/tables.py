@@ -12,6 +12,7 @@ import pandas as pd
 
 from pglimits_core.analysis.flags import any_verdict, flag_set
 from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
+from pglimits_core.workloads.search.systems.registry import system_class
 
 MIB = 2 ** 20
 STREAM_ORDER = ("frequent", "medium", "rare", "mixed")
@@ -77,7 +78,7 @@ def load_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "segments": median.get("segments"), "GIN pending pages": median.get("gin_pending_pages"),
                     "server PSS MiB": _mib(median.get("server_pss_bytes")),
                     "server RSS MiB (sum)": _mib(median.get("server_rss_bytes")),
-                    "JVM heap": runs.heap.iloc[0] if runs.system.iloc[0] != "pg_gin" else None,
+                    "JVM heap": runs.heap.iloc[0] if system_class(runs.system.iloc[0]).jvm_heap else None,
                     "server CPU s": median["server_cpu_s"], "client CPU s": median["client_cpu_s"]})
     return pd.DataFrame(out)
 

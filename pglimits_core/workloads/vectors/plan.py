@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.studies.study import Point
+from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.vectors.points import (
     VARIANTS,
     Setup,
+    VectorsVariant,
     build_point,
     check_ef,
     difficulty_point,
@@ -44,57 +45,58 @@ def plan(section: Any, profile: Any) -> list[Point]:
     hnsw = [v for v in variants if not v.exact]
     d = section.difficulty
     # recorded under the variant that computes it (its record's params say so): plan and record agree
-    points = [Point("difficulty", VARIANTS["pgvector hnsw"].label, "postgres", {"lid_k": d.lid_k, "sample": d.sample},
-                    lambda run: difficulty_point(run.ctx, setup, d.lid_k, d.sample, run.seed))]
-    points += [Point("build", v.label, v.server, {"repetition": r},
-                     lambda run, v=v, r=r: build_point(run.ctx, v, setup, r, run.seed, run.servers))
+    points = [point("difficulty", VARIANTS["pgvector hnsw"], difficulty_point, setup=setup, lid_k=d.lid_k,
+                    sample=d.sample)]
+    points += [point("build", v, build_point, setup=setup, repetition=r)
                for r in range(section.build_repetitions) for v in hnsw]
+    points += sweep_points(section, setup, variants)
+    return points + latency_points(section.latency, setup, hnsw) + filtered_points(section.filtered, setup, hnsw)
+
+
+def sweep_points(section: Any, setup: Setup, variants: list[VectorsVariant]) -> list[Point]:
+    """In rounds: repetition, ef, variant, client count."""
+    points = []
     for r in range(section.repetitions):
         for ef in section.ef:
             for v in variants:
                 if v.exact and ef != section.ef[0]:
                     continue  # the exact scan has no ef: measured once per round
                 points += [_sweep(section, setup, v, None if v.exact else ef, c, r) for c in section.clients]
-    return points + latency_points(section.latency, setup, hnsw) + filtered_points(section.filtered, setup, hnsw)
+    return points
 
 
-def latency_points(lat: Any, setup: Setup, hnsw: list) -> list[Point]:
+def latency_points(lat: Any, setup: Setup, hnsw: list[VectorsVariant]) -> list[Point]:
     """After the sweep, whose records give each engine's matched ef and the common rate."""
     if lat is None:
         return []
-    return [Point("latency", v.label, v.server, {"target_recall": lat.recall, "fraction": lat.fraction,
-                                                 "workers": lat.workers, "repetition": r},
-                  lambda run, v=v, r=r: latency_point(run.ctx, v, hnsw, setup, lat.recall, lat.fraction, lat.workers,
-                                                      r, lat.duration_s, lat.warmup_s, run.seed))
+    return [point("latency", v, latency_point, setup=setup, hnsw=hnsw, target_recall=lat.recall,
+                  fraction=lat.fraction, workers=lat.workers, repetition=r, duration_s=lat.duration_s,
+                  warmup_s=lat.warmup_s)
             for r in range(lat.repetitions) for v in hnsw]
 
 
-def filtered_points(f: Any, setup: Setup, hnsw: list) -> list[Point]:
-    """After the sweep (Qdrant's tagged collection replaces its plain one): Qdrant's tagged build,
-    then rounds over selectivity, ef and engine."""
+def filtered_points(f: Any, setup: Setup, hnsw: list[VectorsVariant]) -> list[Point]:
+    """After the sweep (a tagged build replaces the plain one): the builds of the systems whose
+    filter needs one, then rounds over selectivity, ef and engine."""
     if f is None:
         return []
     check_ef(f.ef)
     bad = [p for p in f.selectivity_pct if not 1 <= p <= 99]
     if bad:
         raise PGLimitsError(f"vectors.filtered.selectivity_pct has {bad[0]}", "give percentages from 1 to 99")
-    points = [Point("build_tagged", v.label, v.server, {"repetition": 0},
-                    lambda run, v=v: build_point(run.ctx, v, setup, 0, run.seed, run.servers, tagged=True))
-              for v in hnsw if v.system == "qdrant"]
+    points = [point("build_tagged", v, build_point, setup=setup, repetition=0, tagged=True)
+              for v in hnsw if v.system_class.filter_needs_own_build]
     for r in range(f.repetitions):
         for pct in f.selectivity_pct:
             for ef in f.ef:
-                points += [Point("filtered", v.label, v.server,
-                                 {"selectivity_pct": pct, "ef": ef, "clients": f.clients, "repetition": r},
-                                 lambda run, v=v, pct=pct, ef=ef, r=r: filtered_point(
-                                     run.ctx, v, setup, pct, ef, f.clients, r, f.duration_s, f.warmup_s, run.seed))
+                points += [point("filtered", v, filtered_point, setup=setup, selectivity_pct=pct, ef=ef,
+                                 clients=f.clients, repetition=r, duration_s=f.duration_s, warmup_s=f.warmup_s)
                            for v in hnsw]
     return points
 
 
-def _sweep(section: Any, setup: Setup, v, ef: int | None, clients: int, repetition: int) -> Point:
+def _sweep(section: Any, setup: Setup, v: VectorsVariant, ef: int | None, clients: int, repetition: int) -> Point:
     # the exact scan's answer is the same in every repetition (no index): scored once, in the first
     with_recall = clients == section.clients[0] and (repetition == 0 or not v.exact)
-    return Point("sweep", v.label, v.server, {"ef": ef, "clients": clients, "repetition": repetition},
-                 lambda run: sweep_point(run.ctx, v, setup, ef, clients, repetition, with_recall,
-                                         section.duration_s, section.warmup_s, run.seed))
+    return point("sweep", v, sweep_point, setup=setup, ef=ef, clients=clients, repetition=repetition,
+                 with_recall=with_recall, duration_s=section.duration_s, warmup_s=section.warmup_s)

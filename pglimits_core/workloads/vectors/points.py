@@ -7,11 +7,18 @@ ef), not of the load: the sweep point at the profile's first client count scores
 the dataset once at its ef, untimed and on one connection, against the exact ground truth
 (``datasets.vectors.recall_with_ties``), and the record carries it; the other client counts'
 records are joined to it by (variant, ef).
+
+Each engine is a ``systems/`` file behind ``systems.base.VectorSystem``; these points time its
+build (the insert and the index build apart) and the load driver times its queries. A build is
+recorded (``build_point``); a query point finds the index of its dataset already there (same
+dataset id, m and ef_construction) or builds it unrecorded first, so a resumed study needs no
+recorded build to measure.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,26 +37,39 @@ from pglimits_core.record.rundir import (
 )
 from pglimits_core.record.summary import Summary
 from pglimits_core.record.timeseries import KEY_COLUMNS
+from pglimits_core.samplers.memory import server_memory
 from pglimits_core.studies.runner import Context, RecordedRun, open_record, run_recorded
-from pglimits_core.workloads.vectors import engines
+from pglimits_core.studies.study import StudyRun
+from pglimits_core.studies.variant import Variant
+from pglimits_core.workloads.vectors.ops import QueryOp
+from pglimits_core.workloads.vectors.systems.base import Index, VectorSystem, filter_mask, index_tag
+from pglimits_core.workloads.vectors.systems.registry import make_system, server_for, system_class
 
 STUDY = "vectors"
 K = 10
 
 
-@dataclass(frozen=True)
-class VectorsVariant:
-    """``pgvector hnsw``, ``qdrant hnsw`` or ``pgvector exact`` (the perfect answer's cost)."""
+class VectorsVariant(Variant):
+    """``pgvector hnsw``, ``qdrant hnsw`` or ``pgvector exact`` (option ``exact``: no index, the
+    perfect answer's cost)."""
 
-    label: str
-    system: str
-    server: str
-    exact: bool = False
+    @property
+    def server(self) -> str:
+        return server_for(self.system)
+
+    @property
+    def exact(self) -> bool:
+        """An exact scan: it has no ef, and its answer is the truth."""
+        return bool(self.options.get("exact", False))
+
+    @property
+    def system_class(self) -> type[VectorSystem]:
+        return system_class(self.system)
 
 
-VARIANTS = {v.label: v for v in (VectorsVariant("pgvector hnsw", "pgvector", "postgres"),
-                                 VectorsVariant("qdrant hnsw", "qdrant", "qdrant"),
-                                 VectorsVariant("pgvector exact", "pgvector", "postgres", exact=True))}
+VARIANTS = {v.label: v for v in (VectorsVariant("pgvector hnsw", "pgvector"),
+                                 VectorsVariant("qdrant hnsw", "qdrant"),
+                                 VectorsVariant("pgvector exact", "pgvector", {"exact": True}))}
 
 
 @dataclass(frozen=True)
@@ -67,7 +87,10 @@ class Setup:
 
     @property
     def tag(self) -> str:
-        return engines.build_tag(self.dataset_id, self.m, self.ef_construction)
+        return index_tag(self.dataset_id, self.m, self.ef_construction)
+
+    def index(self, tagged: bool = False) -> Index:
+        return Index(self.tag, self.m, self.ef_construction, tagged)
 
     def params(self) -> dict[str, Any]:
         return {"dataset_id": self.dataset_id, "dataset": asdict(self.spec), "m": self.m,
@@ -117,8 +140,9 @@ def _recorded(ctx: Context, v: VectorsVariant, experiment: str, params: dict[str
 
 
 # --- points -----------------------------------------------------------------------------------
-def difficulty_point(ctx: Context, setup: Setup, lid_k: int, sample: int, seed: int) -> RecordedRun:
-    """The dataset's difficulty (LID, relative contrast, the 10th/11th gap), once per study."""
+def difficulty_point(run: StudyRun, v: VectorsVariant, setup: Setup, lid_k: int, sample: int) -> RecordedRun:
+    """The dataset's difficulty (LID, relative contrast, the 10th/11th gap), once per study,
+    recorded under ``v`` (it needs no server state)."""
     from pglimits_core.workloads.vectors.difficulty import difficulty
 
     def measure() -> dict[str, Any]:
@@ -127,91 +151,73 @@ def difficulty_point(ctx: Context, setup: Setup, lid_k: int, sample: int, seed: 
         found = difficulty(data.base, data.queries, k=K, lid_k=lid_k, sample=sample, epsilon=setup.epsilon)
         return {**found, "dataset_path": str(path), "seconds": time.perf_counter() - started}
 
-    return _recorded(ctx, VARIANTS["pgvector hnsw"], "difficulty",
-                     {**setup.params(), "lid_k": lid_k, "sample": sample}, seed, measure)
+    return _recorded(run.ctx, v, "difficulty", {**setup.params(), "lid_k": lid_k, "sample": sample}, run.seed,
+                     measure)
 
 
-def build_point(ctx: Context, v: VectorsVariant, setup: Setup, repetition: int, seed: int,
-                servers: dict[str, Any] | None = None, tagged: bool = False) -> RecordedRun:
+def build_point(run: StudyRun, v: VectorsVariant, setup: Setup, repetition: int, tagged: bool = False) -> RecordedRun:
     """Load and index the dataset from scratch; times, sizes and server memory after the build.
-    ``tagged`` (Qdrant, for the filtered search): the points carry the filter attribute."""
+    ``tagged`` (a system whose filter needs its own build): the points carry the filter attribute."""
 
     def measure() -> dict[str, Any]:
         _, data = dataset(setup)
-        built = _build(ctx, v, setup, data.base, tagged)
-        return {**built, **_footprint(ctx, v, servers or {}, setup, tagged)}
+        with _system(run.ctx, v, setup, tagged) as system:
+            built = _build(system, data.base)
+        return {**built, **_footprint(run, v, system)}  # closed: our connection is no server memory
 
     experiment = "build_tagged" if tagged else "build"
-    return _recorded(ctx, v, experiment, {**setup.params(), "repetition": repetition}, seed, measure)
+    return _recorded(run.ctx, v, experiment, {**setup.params(), "repetition": repetition}, run.seed, measure)
 
 
-def _collection(setup: Setup, tagged: bool) -> str:
-    return engines.collection_name(setup.tag) + ("_tagged" if tagged else "")
+def _system(ctx: Context, v: VectorsVariant, setup: Setup, tagged: bool = False) -> VectorSystem:
+    """``v``'s system on its server, for the index of ``setup`` (unopened)."""
+    return make_system(v.system, ctx.endpoints[v.server], setup.index(tagged), v.label, **v.options)
 
 
-def _build(ctx: Context, v: VectorsVariant, setup: Setup, base: np.ndarray, tagged: bool = False) -> dict[str, Any]:
-    endpoint = ctx.endpoints[v.server]
-    if v.system == "pgvector":
-        return engines.pg_build(endpoint.url, base, setup.tag, setup.m, setup.ef_construction)
-    return engines.qdrant_build(endpoint.url, endpoint.extra.get("grpc_port"), base, _collection(setup, tagged),
-                                setup.m, setup.ef_construction, with_tag=tagged)
+def _seconds(step: Callable[..., Any], *args: Any) -> float:
+    started = time.perf_counter()
+    step(*args)
+    return time.perf_counter() - started
 
 
-def _footprint(ctx: Context, v: VectorsVariant, servers: dict[str, Any], setup: Setup,
-               tagged: bool = False) -> dict[str, Any]:
+def _build(system: VectorSystem, base: np.ndarray) -> dict[str, Any]:
+    """From an empty table/collection: the load (insert) and the index build timed apart, the
+    rest untimed; what was built, read back."""
+    system.reset(base.shape[1])
+    load_s = _seconds(system.insert, base)
+    build_s = _seconds(system.build)
+    return {"load_s": load_s, "build_s": build_s, **system.settle(), **system.describe()}
+
+
+def _footprint(run: StudyRun, v: VectorsVariant, system: VectorSystem) -> dict[str, Any]:
     """The server's memory after the build — PSS summed over its processes (shared memory such
-    as Postgres's shared_buffers counted once, not once per process), RSS beside it — and, for
-    Qdrant, the index on disk: its segments (vectors + HNSW graph), the WAL apart
-    (pgvector's index size is ``pg_relation_size``, which also holds the vectors)."""
-    found: dict[str, Any] = _memory(ctx.endpoints[v.server].pids)
-    server = servers.get(v.server)
-    if v.system == "qdrant" and server is not None:
-        from pglimits_core.servers.storage import directory_bytes
-
-        collection = Path(server.data_dir) / "storage" / "collections" / _collection(setup, tagged)
-        shards = [p for p in collection.iterdir() if p.is_dir()] if collection.exists() else []
-        found["index_bytes"] = sum(directory_bytes(s / "segments") for s in shards if (s / "segments").exists()) or None
-        found["wal_bytes"] = sum(directory_bytes(s / "wal") for s in shards if (s / "wal").exists())
-        found["index_bytes_is"] = "the collection's segments (vectors + HNSW graph), WAL apart"
+    as Postgres's shared_buffers counted once, not once per process), RSS beside it — and the
+    index on disk where the server does not say its size (Qdrant: its segments, the WAL apart;
+    pgvector's index size is ``pg_relation_size``, which also holds the vectors)."""
+    found: dict[str, Any] = _memory(run.ctx.endpoints[v.server].pids)
+    server = run.servers.get(v.server)
+    if server is not None:
+        found.update(system.storage(Path(server.data_dir)))
     return found
 
 
 def _memory(pids: tuple[int, ...]) -> dict[str, Any]:
-    import psutil
-
-    pss = rss = 0
-    for pid in pids:
-        try:
-            root = psutil.Process(pid)
-            for process in [root, *root.children(recursive=True)]:
-                info = process.memory_full_info()
-                pss += getattr(info, "pss", info.rss)
-                rss += info.rss
-        except psutil.Error:
-            continue
+    readings = server_memory(pids, with_pss=True)
+    pss = sum(r.pss_bytes if r.pss_bytes is not None else r.rss_bytes for r in readings)
+    rss = sum(r.rss_bytes for r in readings)
     return {"server_pss_bytes": pss or None, "server_rss_bytes": rss or None}
 
 
-def ensure_index(ctx: Context, v: VectorsVariant, setup: Setup, base: np.ndarray, tagged: bool = False) -> None:
-    """The index this point queries exists (a resumed study may not have rebuilt it). pgvector's
-    filter is computed from the id, so one table serves both searches; Qdrant's filtered search
-    needs its tagged collection (built in place of the plain one: one collection in RAM)."""
-    endpoint = ctx.endpoints[v.server]
-    if v.system == "pgvector":
-        if engines.pg_current_tag(endpoint.url) != setup.tag:
-            engines.pg_build(endpoint.url, base, setup.tag, setup.m, setup.ef_construction)
-        return
-    if not engines.qdrant_has(endpoint.url, endpoint.extra.get("grpc_port"), _collection(setup, tagged), len(base)):
-        _build(ctx, v, setup, base, tagged)
+def ensure_index(system: VectorSystem, base: np.ndarray) -> None:
+    """The index this point queries exists (a resumed study may not have rebuilt it): built
+    unrecorded otherwise. An open ``system``."""
+    if not system.has_index(len(base)):
+        _build(system, base)
 
 
-def answers(ctx: Context, v: VectorsVariant, setup: Setup, queries: np.ndarray, ef: int | None,
-            below: int | None = None) -> list[list[int]]:
-    endpoint = ctx.endpoints[v.server]
-    if v.system == "pgvector":
-        return engines.pg_answers(endpoint.url, queries, None if v.exact else ef, K, below)
-    return engines.qdrant_answers(endpoint.url, endpoint.extra.get("grpc_port"), _collection(setup, below is not None),
-                                  queries, ef, K, below)
+def answers(system: VectorSystem, queries: np.ndarray) -> list[list[int]]:
+    """Every query's answer at the search params set (untimed: the recall pass)."""
+    return [system.search(request) for request in system.prepare(queries)]
 
 
 def recall_outcome(data, found: list[list[int]], epsilon: float,
@@ -226,43 +232,30 @@ def recall_outcome(data, found: list[list[int]], epsilon: float,
             "recall_queries": len(per_query), "rows_min": int(rows.min()), "rows_mean": float(rows.mean())}
 
 
-def _op(ctx: Context, v: VectorsVariant, setup: Setup, path: Path, ef: int | None, below: int | None = None):
-    endpoint = ctx.endpoints[v.server]
-    if v.system == "pgvector":
-        return engines.PgvectorQueryOp(endpoint.url, str(path), None if v.exact else ef, K, below)
-    return engines.QdrantQueryOp(endpoint.url, endpoint.extra.get("grpc_port"), _collection(setup, below is not None),
-                                 str(path), ef, K, below)
-
-
-CLIENTS_USED = {"qdrant": "gRPC SearchPoints (qdrant-client channel, prebuilt requests)",
-                "pgvector": "psycopg 3, binary vector parameter (%b), prepared"}
-
-
-def sweep_point(ctx: Context, v: VectorsVariant, setup: Setup, ef: int | None, clients: int, repetition: int,
-                with_recall: bool, duration_s: float, warmup_s: float, seed: int) -> RecordedRun:
+def sweep_point(run: StudyRun, v: VectorsVariant, setup: Setup, ef: int | None, clients: int, repetition: int,
+                with_recall: bool, duration_s: float, warmup_s: float) -> RecordedRun:
     """``clients`` closed-loop workers query at ``ef`` for ``duration_s``; with ``with_recall``
     every query is first answered once, untimed, and scored against the exact truth."""
 
-    def score(data) -> dict[str, Any]:
-        return recall_outcome(data, answers(ctx, v, setup, data.queries, ef), setup.epsilon) if with_recall else {}
+    def score(data, system: VectorSystem) -> dict[str, Any]:
+        return recall_outcome(data, answers(system, data.queries), setup.epsilon) if with_recall else {}
 
     params = {"ef": ef, "clients": clients, "repetition": repetition, "with_recall": with_recall}
-    return _query_point(ctx, v, setup, "sweep", params, None, score, duration_s, warmup_s, seed)
+    return _query_point(run, v, setup, "sweep", params, None, score, duration_s, warmup_s)
 
 
-def filtered_point(ctx: Context, v: VectorsVariant, setup: Setup, selectivity: int, ef: int, clients: int,
-                   repetition: int, duration_s: float, warmup_s: float, seed: int) -> RecordedRun:
-    """The search filtered to ``selectivity`` % of the vectors (``tag < selectivity``): recall
-    against the exact *filtered* top 10, rows returned (pgvector can return fewer than 10), QPS."""
+def filtered_point(run: StudyRun, v: VectorsVariant, setup: Setup, selectivity_pct: int, ef: int, clients: int,
+                   repetition: int, duration_s: float, warmup_s: float) -> RecordedRun:
+    """The search filtered to ``selectivity_pct`` % of the vectors (``tag < selectivity_pct``):
+    recall against the exact *filtered* top 10, rows returned (pgvector can return fewer), QPS."""
 
-    def score(data) -> dict[str, Any]:
-        mask = engines.filter_mask(len(data.base), selectivity)
-        found = answers(ctx, v, setup, data.queries, ef, below=selectivity)
-        return score_filtered(data, found, mask, setup.epsilon)
+    def score(data, system: VectorSystem) -> dict[str, Any]:
+        mask = filter_mask(len(data.base), selectivity_pct)
+        return score_filtered(data, answers(system, data.queries), mask, setup.epsilon)
 
-    params = {"selectivity_pct": selectivity, "ef": ef, "clients": clients, "repetition": repetition,
+    params = {"selectivity_pct": selectivity_pct, "ef": ef, "clients": clients, "repetition": repetition,
               "with_recall": True}
-    return _query_point(ctx, v, setup, "filtered", params, selectivity, score, duration_s, warmup_s, seed)
+    return _query_point(run, v, setup, "filtered", params, selectivity_pct, score, duration_s, warmup_s)
 
 
 def score_filtered(data, found: list[list[int]], mask: np.ndarray, epsilon: float) -> dict[str, Any]:
@@ -300,40 +293,40 @@ def matched_rate(ctx: Context, hnsw: list[VectorsVariant], target: float, fracti
     return {"rate": rate, "by_variant": chosen}
 
 
-def latency_point(ctx: Context, v: VectorsVariant, hnsw: list[VectorsVariant], setup: Setup, target: float,
-                  fraction: float, workers: int, repetition: int, duration_s: float, warmup_s: float,
-                  seed: int) -> RecordedRun:
+def latency_point(run: StudyRun, v: VectorsVariant, setup: Setup, hnsw: list[VectorsVariant], target_recall: float,
+                  fraction: float, workers: int, repetition: int, duration_s: float, warmup_s: float) -> RecordedRun:
     """Open loop at one offered rate for every engine, each at its own smallest ef reaching
-    ``target`` recall: latency from the intended start (coordinated omission corrected)."""
-    matched = matched_rate(ctx, hnsw, target, fraction)
+    ``target_recall``: latency from the intended start (coordinated omission corrected)."""
+    matched = matched_rate(run.ctx, hnsw, target_recall, fraction)
     mine = matched["by_variant"][v.label]
-    knobs = {"ef": mine["ef"], "clients": workers, "repetition": repetition, "target_recall": target,
+    knobs = {"ef": mine["ef"], "clients": workers, "repetition": repetition, "target_recall": target_recall,
              "rate_fraction": fraction, "rate": matched["rate"]}
-    return _query_point(ctx, v, setup, "latency", knobs, None, lambda _data: {"matched": matched},
-                        duration_s, warmup_s, seed, loop=OpenLoop(rate=matched["rate"], drain_s=2.0))
+    return _query_point(run, v, setup, "latency", knobs, None, lambda _data, _system: {"matched": matched},
+                        duration_s, warmup_s, loop=OpenLoop(rate=matched["rate"], drain_s=2.0))
 
 
-def _query_point(ctx: Context, v: VectorsVariant, setup: Setup, experiment: str, knobs: dict[str, Any],
-                 below: int | None, score, duration_s: float, warmup_s: float, seed: int,
-                 loop: Any = None) -> RecordedRun:
+def _query_point(run: StudyRun, v: VectorsVariant, setup: Setup, experiment: str, knobs: dict[str, Any],
+                 below: int | None, score, duration_s: float, warmup_s: float, loop: Any = None) -> RecordedRun:
+    """``knobs["clients"]`` workers query at ``knobs["ef"]`` (filtered to ``tag < below`` when
+    given) under ``loop``; first, untimed, the index is ensured and ``score(data, system)`` and
+    the server's plan of one query go into the record."""
     path, data = dataset(setup)
-    ef = knobs["ef"]
+    ef, tagged = knobs["ef"], below is not None
+    op = QueryOp(_system(run.ctx, v, setup, tagged), str(path), ef, K, below)
     spec = RunSpec(phases=[Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)],
-                   roles=[Role("client", _op(ctx, v, setup, path, ef, below), workers=knobs["clients"],
-                               loop=loop or ClosedLoop())], seed=seed, start_method="fork")
-    params = {"experiment": experiment, "variant": v.label, **setup.params(), **knobs, "client": CLIENTS_USED[v.system]}
+                   roles=[Role("client", op, workers=knobs["clients"], loop=loop or ClosedLoop())],
+                   seed=run.seed, start_method="fork")
+    params = {"experiment": experiment, "variant": v.label, **setup.params(), **knobs,
+              "client": v.system_class.query_client}
     name = f"{experiment}:{v.label}"
-    if reused := ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()}):
+    if reused := run.ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()}):
         return reused
-    ensure_index(ctx, v, setup, data.base, tagged=below is not None)
-    found = score(data)
-    if v.system == "pgvector":
-        found["plan"] = engines.pg_plan(ctx.endpoints[v.server].url, data.queries[0], None if v.exact else ef, K, below)
-        uses_index = engines.INDEX in found["plan"]
-        if uses_index == v.exact:
-            raise PGLimitsError(f"{v.label} at ef={ef}: the plan {'uses' if uses_index else 'does not use'} the "
-                                "HNSW index", "check the planner settings recorded in the plan")
-    return run_recorded(ctx, STUDY, v.system, name, v.server, spec, params, after=lambda _result: found)
+    with _system(run.ctx, v, setup, tagged) as system:
+        ensure_index(system, data.base)
+        system.set_search_params(ef, K, below)
+        found = score(data, system)
+        found.update(system.search_plan(data.queries[0]))
+    return run_recorded(run.ctx, STUDY, v.system, name, v.server, spec, params, after=lambda _result: found)
 
 
 def check_ef(ef: list[int]) -> None:

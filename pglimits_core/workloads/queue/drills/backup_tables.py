@@ -1,4 +1,4 @@
-"""The backup/restore drill's tables, chart, README lines and seed ratios (``studies.queue_backup``).
+"""The backup/restore drill's tables, chart, README lines and seed ratios (``drills.backup``).
 
 A drill runs no load driver: its facts live in the manifest's outcome. One row per drill, and per
 variant the median (min–max) over its drills of the time to back up, the backup's size and the

@@ -21,11 +21,11 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pglimits_core.datasets.messages import decode
 from pglimits_core.load import ClosedLoop, Phase, Role
-from pglimits_core.studies.runner import Context, RecordedRun
+from pglimits_core.studies.runner import RecordedRun
 from pglimits_core.workloads.queue.ops import ConsumeOp, ReapOp
 from pglimits_core.workloads.queue.points import (
     DRAIN_LIMIT_S,
@@ -35,6 +35,9 @@ from pglimits_core.workloads.queue.points import (
     read_ledger_batches,
 )
 from pglimits_core.workloads.queue.systems.registry import adapter_class
+
+if TYPE_CHECKING:
+    from pglimits_core.studies.study import StudyRun
 
 EXPERIMENT = "consumer_crash"
 DRAIN_GRACE_S = 5.0  # beyond the visibility timeout: a reaper pass and the claims after it
@@ -50,10 +53,10 @@ def with_visibility_timeout(v: QueueVariant, seconds: int) -> QueueVariant:
     return replace(v, options={**v.options, option: seconds}) if option else v
 
 
-def consumer_crash_point(ctx: Context, v: QueueVariant, consumers: int, prefill_count: int,
-                         kill_after_acks: int, visibility_timeout_s: int, duration_s: float,
-                         seed: int = 0) -> RecordedRun:
+def consumer_crash_point(run: StudyRun, v: QueueVariant, consumers: int, prefill_count: int,
+                         kill_after_acks: int, visibility_timeout_s: int, duration_s: float) -> RecordedRun:
     """One drill, one run record (experiment "consumer_crash", outcome in params.outcome)."""
+    ctx, seed = run.ctx, run.seed
     v = with_visibility_timeout(v, visibility_timeout_s)
     url = ctx.endpoints[v.server].url
 

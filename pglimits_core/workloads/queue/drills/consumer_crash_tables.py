@@ -1,6 +1,6 @@
 """The consumer-crash drill's table: per queue design, what a consumer killed holding claims cost.
 
-Each drill is one run record (experiment "consumer_crash", ``studies.queue_consumer_crash``)
+Each drill is one run record (experiment "consumer_crash", ``drills.consumer_crash``)
 with its accounting in the manifest's ``params.outcome``. At-least-once designs must show
 lost = 0 (the dead consumer's batch redelivered by the reaper or the visibility timeout);
 delete-mode's loss of exactly the batch it held is the design's at-most-once property, labelled

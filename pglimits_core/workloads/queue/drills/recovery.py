@@ -2,15 +2,17 @@
 
 Per variant: empty the queue (which also applies the variant's persistence, e.g. Redis' AOF);
 for Postgres, CHECKPOINT, so the WAL that crash recovery replays is the load's alone. A
-producer child process (its own adapter and connection) enqueues one message at a time at the
-drill's offered rate, the same for every system, and appends each id to a ledger file only
-after ``enqueue`` returned, i.e. after the system acknowledged it; a system that cannot keep
-up is recorded with the rate it confirmed. After ``load_s`` the drill SIGKILLs the server
-(Postgres, Redis: the whole process tree) or, for SQLite, the process holding the database
-(the producer itself — SQLite has no server). It then restarts the same server object on the
-same data, with the settings the variant ran (``Server.pin_runtime_settings``), and polls a
-claim every few ms until the queue answers; finally it drains everything and counts confirmed
-ids that did not survive (acknowledged messages lost).
+producer (a ``load.BackgroundLoad`` worker process with its own adapter and connection)
+enqueues one message at a time at the drill's offered rate (an open loop), the same for every
+system, and appends each id to its ledger only after ``enqueue`` returned, i.e. after the
+system acknowledged it (``ops.EnqueueOp``); a system that cannot keep up is recorded with the
+rate it confirmed; its first failed enqueue (the server killed under it) ends it. After
+``load_s`` the drill SIGKILLs the server (Postgres, Redis: the whole process tree) or, for
+SQLite, the process holding the database (the producer itself — SQLite has no server). It then
+restarts the same server object on the same data, with the settings the variant ran
+(``Server.pin_runtime_settings``), and polls a claim every few ms until the queue answers;
+finally it drains everything and counts confirmed ids that did not survive (acknowledged
+messages lost).
 
 What this drill can and cannot show: a SIGKILL ends processes, not the machine, so the OS page
 cache survives it. Whatever a system wrote to the kernel before acknowledging survives whether
@@ -31,7 +33,6 @@ the repetitions); it has no load-driver summary, so it carries an empty ``summar
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import re
 import shutil
@@ -40,11 +41,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
+from pglimits_core.datasets.messages import decode
+from pglimits_core.load import BackgroundLoad, ClosedLoop, OpenLoop, Role
 from pglimits_core.servers.process import process_tree
 from pglimits_core.servers.registry import server_class
 from pglimits_core.studies.runner import Context, RecordedRun
@@ -54,15 +56,20 @@ from pglimits_core.workloads.queue.drills.recovery_record import (
     open_run,
     with_server_description,
 )
+from pglimits_core.workloads.queue.ops import EnqueueOp
 from pglimits_core.workloads.queue.points import (
     STUDY,
     QueueVariant,
     _scratch,
     drain,
     fresh_queue,
+    read_ledger,
     variant,
 )
 from pglimits_core.workloads.queue.systems.registry import make_adapter
+
+if TYPE_CHECKING:
+    from pglimits_core.studies.study import StudyRun
 
 POLL_S = 0.005             # claim poll while the server comes back: ms resolution, cheap
 RECOVERY_LIMIT_S = 120.0   # the seed saw Postgres at 28-41 s; anything past 2 min is a failure
@@ -72,55 +79,24 @@ PRODUCER_SLACK_S = 30.0    # the producer stops itself this long after load_s if
 MAX_LOG_LINES = 20
 
 
-# --- the producer child -------------------------------------------------------------------------
-def produce(system: str, url: str, options: dict, ledger: str, rate: float | None,
-            max_s: float, seed: int, ready: Any) -> None:
-    """Enqueue single messages until killed (or ``max_s``); an id is written only once acked."""
-    adapter = make_adapter(system, url, **options, worker_id="recovery-producer")
-    adapter.open()
-    messages = MessageGenerator(seed, producer="recovery")
-    interval = 1.0 / rate if rate else 0.0
-    with open(ledger, "a") as ids:
-        ready.set()
-        start, sent = time.monotonic(), 0
-        while time.monotonic() < start + max_s:
-            # Paced at ``rate`` from intended start times; behind schedule it goes flat out.
-            time.sleep(max(0.0, start + sent * interval - time.monotonic()))
-            payload = stamp_batch(messages.templates(1))[0]
-            try:
-                adapter.enqueue([payload])
-            except Exception:  # the server was killed under us: the expected end of the load
-                return
-            ids.write(decode(payload)[0] + "\n")
-            ids.flush()  # in the kernel now: survives the SIGKILL of this process
-            sent += 1
+# --- the producer ------------------------------------------------------------------------------
+PRODUCER = "recovery-producer"
 
 
-def start_producer(v: QueueVariant, url: str, ledger: Path, rate: float | None, load_s: float,
-                   seed: int) -> multiprocessing.Process:
-    context = multiprocessing.get_context("fork")  # as the study's load driver starts workers
-    ready = context.Event()
-    child = context.Process(target=produce, name="recovery-producer", daemon=True,
-                            args=(v.system, url, v.options, str(ledger), rate,
-                                  load_s + PRODUCER_SLACK_S, seed, ready))
-    child.start()
-    if not ready.wait(PRODUCER_READY_S):
-        kill_process(child)
-        raise RuntimeError(f"recovery producer did not connect within {PRODUCER_READY_S:.0f}s "
-                           f"(exit code {child.exitcode})")
-    return child
+def producer_load(v: QueueVariant, url: str, ledger_dir: Path, rate: float | None, load_s: float,
+                  seed: int) -> BackgroundLoad:
+    """One producer, one message per enqueue, at ``rate`` (from intended start times: behind
+    schedule it goes flat out) or flat out (``rate`` None), until stopped or killed (at most
+    ``load_s + PRODUCER_SLACK_S``). Killing it is the crash itself for SQLite (``may_die``)."""
+    producer = EnqueueOp(v.system, url, v.options, 1, str(ledger_dir), seed)
+    loop = OpenLoop(rate=rate, drain_s=0.0) if rate else ClosedLoop(idle_sleep_s=0.0)
+    return BackgroundLoad([Role(PRODUCER, producer, loop=loop, may_die=True)], seed=seed,
+                          max_s=load_s + PRODUCER_SLACK_S, open_timeout_s=PRODUCER_READY_S)
 
 
-def kill_process(child: multiprocessing.Process) -> None:
+def kill_process(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.kill(child.pid, signal.SIGKILL)
-    child.join(timeout=10)
-
-
-def confirmed_ids(ledger: Path) -> list[str]:
-    """Complete lines only: a line cut by the kill was never fully confirmed."""
-    text = ledger.read_text() if ledger.exists() else ""
-    return [line for line in text.split("\n")[:-1] if line]
+        os.kill(pid, signal.SIGKILL)
 
 
 # --- the kill -------------------------------------------------------------------------------------
@@ -240,19 +216,20 @@ def recover(server: Any, v: QueueVariant) -> dict[str, Any]:
 
 
 # --- one drill -------------------------------------------------------------------------------------
-def drill(ctx: Context, fleet: Any, v: QueueVariant, load_s: float,
-          rate: float | None, seed: int = 0, index: int = 0) -> RecordedRun:
-    """One drill of one variant (``index`` among its repetitions), written as one run record
-    (failed records keep the reason). Only a server this study started (in ``fleet.servers``)
-    is ever killed."""
-    params = {"experiment": "recovery", "variant": v.label, "options": v.options, "drill": index,
+def recovery_point(run: StudyRun, v: QueueVariant, load_s: float, rate: float | None,
+                   drill: int = 0) -> RecordedRun:
+    """One drill of one variant (``drill``: its index among the repetitions), written as one run
+    record (failed records keep the reason). Only a server this study started (in
+    ``run.servers``) is ever killed."""
+    ctx, fleet = run.ctx, run.fleet
+    params = {"experiment": "recovery", "variant": v.label, "options": v.options, "drill": drill,
               "load_s": load_s, "rate": rate, "kill_signal": "SIGKILL"}
     reused = ctx.reuse(STUDY, v.system, f"recovery:{v.label}", params)
     if reused:  # drilled before an interruption
         return reused
-    with open_run(ctx, v, params, seed) as run_dir:
+    with open_run(ctx, v, params, run.seed) as run_dir:
         try:
-            outcome = crash_and_recover(ctx, getattr(fleet, "servers", {}), v, load_s, rate, seed)
+            outcome = crash_and_recover(ctx, run.servers, v, load_s, rate, run.seed)
         finally:
             sync_fleet(fleet, v.server, ctx)
         # the server as the variant ran it (Redis persistence is set per variant, at runtime)
@@ -270,15 +247,15 @@ def crash_and_recover(ctx: Context, servers: dict[str, Any], v: QueueVariant, lo
     described = prepared_queue(ctx, v)
     ledger_dir = Path(tempfile.mkdtemp(prefix="recovery-", dir=_scratch()))
     try:
-        ledger = ledger_dir / "confirmed.ids"
         log_offset = log_size(server)
         prepared = {"before_load": before_load(v.server, url),
                     "restart_settings": server.pin_runtime_settings()}
-        killed = load_then_kill(server, v, url, ledger, rate, load_s, seed) | prepared
+        killed = load_then_kill(server, v, url, ledger_dir, rate, load_s, seed) | prepared
         recovered = recover(server, v)
         killed["server_log"] = recovery_log_lines(server, v.server, log_offset)
         refresh_context(ctx, servers, v.server)
-        return drill_outcome(v, described, confirmed_ids(ledger), recovered, killed, load_s, rate)
+        confirmed = read_ledger(ledger_dir, "enqueue")  # whole lines: a cut one was never confirmed
+        return drill_outcome(v, described, confirmed, recovered, killed, load_s, rate)
     finally:
         shutil.rmtree(ledger_dir, ignore_errors=True)
 
@@ -293,16 +270,17 @@ def prepared_queue(ctx: Context, v: QueueVariant) -> dict[str, Any]:
         adapter.close()
 
 
-def load_then_kill(server: Any, v: QueueVariant, url: str, ledger: Path, rate: float | None,
+def load_then_kill(server: Any, v: QueueVariant, url: str, ledger_dir: Path, rate: float | None,
                    load_s: float, seed: int) -> dict[str, Any]:
-    producer = start_producer(v, url, ledger, rate, load_s, seed)
-    time.sleep(load_s)
-    target = server_class(v.server).crash_kill_target
-    killed = {"target": target, "producer_pid": producer.pid}
-    if target == "server":
-        killed["state"] = state_at_kill(v.server, url)
-        killed.update(kill_server_tree(server))
-    kill_process(producer)  # the crash itself for SQLite; for the servers, the load stops here
+    with producer_load(v, url, ledger_dir, rate, load_s, seed) as load:
+        time.sleep(load_s)
+        target = server_class(v.server).crash_kill_target
+        killed = {"target": target, "producer_pid": load.pids(PRODUCER)[0]}
+        if target == "server":
+            killed["state"] = state_at_kill(v.server, url)
+            killed.update(kill_server_tree(server))
+        # the crash itself for SQLite; for the servers, the load stops here
+        kill_process(killed["producer_pid"])
     return killed
 
 

@@ -1,4 +1,4 @@
-"""Run records of the crash-recovery drill (``queue_recovery``): manifest, outcome, durability.
+"""Run records of the crash-recovery drill (``drills.recovery``): manifest, outcome, durability.
 
 Every record carries the variant's durability class and says what the drill cannot show: a
 SIGKILL keeps the OS page cache, so "0 lost" is no durability result (``DRILL_SCOPE``).

@@ -1,6 +1,6 @@
 """The crash drill's tables: one row per drill, and per variant the median and range over its drills.
 
-A drill runs no load driver: its facts live in the manifest's outcome (``studies.queue_recovery_record``).
+A drill runs no load driver: its facts live in the manifest's outcome (``drills.recovery_record``).
 SIGKILL kills processes, not the machine: the OS page cache keeps every write that reached the
 kernel, so "0 lost" holds for an unsynced SQLite too. This drill cannot separate durability
 classes (an OS crash or power cut would); what it measures is restart time and, for Postgres,

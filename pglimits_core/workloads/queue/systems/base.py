@@ -15,6 +15,7 @@ import abc
 import os
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pglimits_core.workloads.queue.systems.durability import Promise, promise_for
@@ -131,6 +132,22 @@ class QueueAdapter(abc.ABC):
     @abc.abstractmethod
     def depth(self) -> int:
         """Messages not yet acknowledged: pending + claimed (+ delayed)."""
+
+    # --- a backup drill's questions ------------------------------------------------------
+    def database_files(self) -> list[Path] | None:
+        """The files that hold this queue when its engine is embedded (a hot backup copies
+        those); None when a server holds it (a server's hot backup covers all of it)."""
+        return None
+
+    @abc.abstractmethod
+    def queue_bytes(self) -> int:
+        """Bytes the queue occupies now, read over a connection of its own: asked with the
+        adapter closed (SQLite folds its WAL into the file when the last connection closes)."""
+
+    def release_held_claims(self) -> int:
+        """Make every claim visible again now, as if every consumer were dead (on a restored
+        copy they are); how many came back. Default: the design's reaper with no grace."""
+        return self.reap(0.0)
 
     # --- reporting ----------------------------------------------------------------------
     @abc.abstractmethod

@@ -79,6 +79,13 @@ class PgmqQueue(PostgresQueueBase):
         without any reaper (``older_than_s`` is the drill's vt and must equal ``vt_s``)."""
         return 0
 
+    def release_held_claims(self) -> int:
+        """pgmq has no reaper: the hidden messages' visibility timeout is reset to now."""
+        held = [row[0] for row in self.rows(f"SELECT msg_id FROM pgmq.q_{self.queue} "
+                                            "WHERE vt > clock_timestamp()")]
+        self.nack(held, 0.0)
+        return len(held)
+
     def depth(self) -> int:
         return self.rows(DEPTH_SQL, (self.queue,))[0][0]
 

@@ -85,6 +85,11 @@ class PostgresQueueBase(QueueAdapter):
             for statement in statements:
                 self.conn.execute(statement)
 
+    def queue_bytes(self) -> int:
+        with psycopg.connect(self.url) as conn:
+            return sum(conn.execute("SELECT pg_total_relation_size(%s::regclass)", (t,)).fetchone()[0]
+                       for t in self.queue_tables())
+
     def server_settings(self) -> dict[str, str]:
         return {name: self.conn.execute(f"SHOW {name}").fetchone()[0] for name in DURABILITY_SETTINGS}
 

@@ -185,6 +185,11 @@ class RedisReliableQueue(QueueAdapter):
             pipe.llen(key)
         return sum(pipe.execute())
 
+    def queue_bytes(self) -> int:
+        """The dataset's memory (the server holds nothing but the queue's keys in a run)."""
+        with redis.Redis.from_url(self.url) as client:
+            return int(client.info("memory")["used_memory_dataset"])
+
     def durability_setting(self) -> str:
         settings = persistence_settings(self.client)
         if settings["appendonly"] == "yes":

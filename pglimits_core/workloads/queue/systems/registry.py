@@ -7,11 +7,10 @@ here so a typo fails before any server starts.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
-from pglimits_core.errors import PGLimitsError
+from pglimits_core.studies.systems import SystemRegistry
 from pglimits_core.workloads.queue.systems.base import QueueAdapter
 
 _PKG = "pglimits_core.workloads.queue.systems"
@@ -71,38 +70,14 @@ VARIANT_OPTIONS: dict[str, dict[str, Callable[[Any], Any]]] = {
 }
 
 
-def check_system(system: str) -> str:
-    if system not in QUEUE_SYSTEMS:
-        raise PGLimitsError(f"unknown queue system {system!r}",
-                            f"use one of: {', '.join(QUEUE_SYSTEMS)}")
-    return system
-
-
-def validate_options(system: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The options normalised; a one-line PGLimitsError for an unknown or bad one."""
-    allowed = VARIANT_OPTIONS[check_system(system)]
-    resolved = {}
-    for key, value in options.items():
-        if key not in allowed:
-            raise PGLimitsError(f"unknown option {key!r} for queue system {system!r}",
-                                f"use one of: {', '.join(allowed)}")
-        try:
-            resolved[key] = allowed[key](value)
-        except (TypeError, ValueError) as exc:
-            raise PGLimitsError(f"{system} option {key}={value!r} is invalid",
-                                f"{key} {exc}") from None
-    return resolved
-
-
-def adapter_class(system: str) -> type[QueueAdapter]:
-    module_name, class_name = QUEUE_SYSTEMS[check_system(system)].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+REGISTRY = SystemRegistry("queue", QUEUE_SYSTEMS, SERVER_FOR, VARIANT_OPTIONS)
+check_system = REGISTRY.check
+validate_options = REGISTRY.validate_options
+adapter_class = REGISTRY.system_class
+server_for = REGISTRY.server_for
 
 
 def make_adapter(system: str, url: str, **options: Any) -> QueueAdapter:
     """An unopened adapter (picklable: call ``open()`` in the worker that uses it)."""
     return adapter_class(system)(url, **validate_options(system, options))
 
-
-def server_for(system: str) -> str:
-    return SERVER_FOR[check_system(system)]

@@ -197,6 +197,13 @@ class SQLiteWalQueue(QueueAdapter):
     def depth(self) -> int:
         return sum(c.execute(DEPTH_SQL).fetchone()[0] for c in self.conns)
 
+    def database_files(self) -> list[Path]:
+        return shard_paths(self.url, self.shards)
+
+    def queue_bytes(self) -> int:
+        return sum(p.stat().st_size for path in self.database_files()
+                   for p in (path, Path(f"{path}-wal")) if p.exists())
+
     def stats(self) -> dict[str, Any]:
         return {**self.busy.stats(), "stale_acks": self.stale_acks}
 

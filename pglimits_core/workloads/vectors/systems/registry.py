@@ -1,0 +1,47 @@
+"""Vector systems: ``name -> "module:Class"`` (lazy import), the server each needs, its options.
+
+A new system is one file (a ``VectorSystem``) plus one line in each table below. Options are
+validated here, so a typo fails before any server starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pglimits_core.studies.systems import SystemRegistry
+from pglimits_core.workloads.vectors.systems.base import Index, VectorSystem
+
+_PKG = "pglimits_core.workloads.vectors.systems"
+VECTOR_SYSTEMS: dict[str, str] = {
+    "pgvector": f"{_PKG}.pgvector:PgvectorSystem",
+    "qdrant": f"{_PKG}.qdrant:QdrantSystem",
+}
+
+SERVER_FOR: dict[str, str] = {"pgvector": "postgres", "qdrant": "qdrant"}
+
+
+def flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+VARIANT_OPTIONS: dict[str, dict[str, Callable[[Any], Any]]] = {
+    # exact: no index, a sequential scan with a top-k sort (the perfect answer's cost)
+    "pgvector": {"exact": flag},
+    "qdrant": {},
+}
+
+
+REGISTRY = SystemRegistry("vector", VECTOR_SYSTEMS, SERVER_FOR, VARIANT_OPTIONS)
+check_system = REGISTRY.check
+validate_options = REGISTRY.validate_options
+system_class = REGISTRY.system_class
+server_for = REGISTRY.server_for
+
+
+def make_system(system: str, endpoint: Any, index: Index, label: str = "", **options: Any) -> VectorSystem:
+    """An unopened system (picklable: call ``open()`` in the process that uses it)."""
+    return system_class(system)(endpoint, index, label, **validate_options(system, options))
+
