@@ -23,19 +23,27 @@ import sys
 import time
 from pathlib import Path
 
-from pglimits_core.config import notebook_path, profile_figures_dir, profile_results_dir
+from pglimits_core.config import (
+    notebook_path,
+    profile_figures_dir,
+    profile_results_dir,
+    profile_runs_dir,
+)
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
 from pglimits_core.registry import workloads
 from pglimits_core.servers import ownership
+from pglimits_core.studies.causes import FAILING_CAUSES
 from pglimits_core.studies.status import (
     COMPLETE,
+    FAILED_POINTS,
     PENDING,
     RUNNING,
     executed_dir,
     read_status,
     set_status,
 )
+from pglimits_core.studies.study import read_outcome
 
 REPORT = "90-report"  # always last: it reads the run records the workload notebooks wrote
 
@@ -181,15 +189,56 @@ def run(args: argparse.Namespace, names: list[str]) -> int:
         print(f"[{index}/{len(names)}] {name}: running with profile {args.profile} ...", flush=True)
         set_status(args.profile, name, status=RUNNING, owner=owner)
         result, error, elapsed = execute(name, args.profile, args.figures_dir, resume=not fresh)
-        status = set_status(args.profile, name, status=result, error=error, elapsed_s=round(elapsed, 1))
+        result, failing = with_failed_points(result, args.profile, name)
+        status = set_status(args.profile, name, status=result, error=error, elapsed_s=round(elapsed, 1),
+                            failed_points=len(failing))
         print(f"[{index}/{len(names)}] {name}: {result} in {elapsed:.0f}s" + (f" — {error}" if error else ""))
     failed = {n: s for n, s in status.items() if n in names and s["status"] != COMPLETE}
     print(f"run_all: {len(names) - len(failed)} of {len(names)} notebooks complete; executed copies in "
           f"{executed_dir(args.profile)}; figures in {args.figures_dir or profile_figures_dir(args.profile)}; "
           f"tables and report.html in {profile_results_dir(args.profile)}")
+    print_failed_points(args.profile, names)
+    if any(s["status"] == FAILED_POINTS for s in failed.values()):
+        print(f"run_all: to measure only what failed: python run_all.py --profile {args.profile} --resume")
     if args.profile == "full" and not failed:  # the one profile whose results are committed
         print("run_all: to commit these results and refresh the README block: make results")
     return 1 if failed else 0
+
+
+def workload_of(notebook: str) -> str | None:
+    return next((w.name for w in workloads() if w.notebook == notebook), None)
+
+
+def failing_points(profile: str, notebook: str) -> list[dict]:
+    """The points of a workload notebook's last study that failed because the environment did
+    (or an error): a point the study declined on purpose does not count."""
+    name = workload_of(notebook)
+    outcome = read_outcome(profile_runs_dir(profile), name) if name else None
+    return [f for f in (outcome or {}).get("failures", []) if f.get("cause") in FAILING_CAUSES]
+
+
+def with_failed_points(result: str, profile: str, notebook: str) -> tuple[str, list[dict]]:
+    """A notebook that ran to its end but whose study lost points is not "complete": it is
+    ``failed points``, and ``--resume`` measures exactly those points again."""
+    failing = failing_points(profile, notebook) if result == COMPLETE else []
+    return (FAILED_POINTS if failing else result), failing
+
+
+def print_failed_points(profile: str, notebooks: list[str]) -> None:
+    """One line per workload and cause: what failed, on which server, how many points."""
+    for notebook in notebooks:
+        groups: dict[tuple[str, str], int] = {}
+        for failure in failing_points(profile, notebook):
+            key = (failure.get("server", "?"), headline(failure["error"]))
+            groups[key] = groups.get(key, 0) + 1
+        for (server, why), count in groups.items():
+            print(f"run_all: {workload_of(notebook)}: {server}: {why}: {count} point{'s' * (count != 1)} not measured",
+                  file=sys.stderr)
+
+
+def headline(error: str) -> str:
+    """The part of a failure's reason that groups it: the cause before the raw client error."""
+    return error.removeprefix("not run: ").split(" — ")[0][:200]
 
 
 if __name__ == "__main__":

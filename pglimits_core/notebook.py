@@ -61,6 +61,9 @@ def outcome_table(outcome: Outcome | None) -> pd.DataFrame:
     if outcome is None:
         return pd.DataFrame(columns=["what", "reason"])
     rows = [{"what": f"server {name}", "reason": reason} for name, reason in outcome.unavailable.items()]
+    rows += [{"what": f"server {d['server']} died ({d['how']}) at {d['at']}",
+              "reason": "restarted" if d["restarted"] else d["restart_error"] or "not restarted"}
+             for d in outcome.deaths]
     rows += [{"what": f"{f['experiment']} {f['variant']}", "reason": f["error"]} for f in outcome.failures]
     rows += [{"what": f"run {r.path.name}", "reason": r.error} for r in outcome.runs if r.status != "complete"]
     return pd.DataFrame(rows, columns=["what", "reason"])

@@ -62,6 +62,8 @@ class Workload:
       (e.g. a JVM heap); each server's description records them (optional).
     - ``require_servers``: a planned server that cannot start stops the study with its reason
       (exit != 0) instead of being listed as unavailable while the others run.
+    - ``after_restart(server, run)``: restores what a server that died mid-study lost (optional;
+      ``studies.watch`` restarts it on its own data directory first).
     """
 
     name: str
@@ -79,6 +81,9 @@ class Workload:
     prepare: Callable[[Any, Any], None] | None = None
     server_options: Callable[[Any], dict[str, dict[str, Any]]] | None = None
     require_servers: bool = False
+    #: ``after_restart(server, run)``: a server that died mid-study was restarted on its own
+    #: data; bring back the state the next points need (reload, rebuild) — optional
+    after_restart: Callable[[str, Any], None] | None = None
 
 
 def _entries() -> dict[str, str]:

@@ -137,11 +137,32 @@ def not_run_table(records: list[dict[str, Any]], runs_root: Path, profile: str) 
               "run": p.name} for p in partial]
     done = {(r["manifest"]["study"], r["manifest"]["params"].get("variant"), r["manifest"]["params"].get("experiment"))
             for r in records if r["manifest"].get("status") == "complete"}
+    reasons, deaths = study_outcomes(runs_root)
     rows += [{"what": f"{study} {exp} {label}", "status": "missing", "run": "—",
-              "why": "planned by the profile but no complete run record: its server was unavailable "
-                     "or the point failed before recording (the workload notebook's outcome table says which)"}
+              "why": reasons.get((study, label, exp), NO_OUTCOME_WHY)}
              for study, label, exp in sorted(planned_points(profile) - done)]
+    rows += [{"what": f"{study}: server {d['server']}", "status": f"died ({d['how']}) at {d['at']}", "run": "—",
+              "why": "restarted; the points after it ran" if d.get("restarted") else d.get("restart_error") or "not restarted"}
+             for study, d in deaths]
     return pd.DataFrame(rows, columns=["what", "status", "why", "run"])
+
+
+NO_OUTCOME_WHY = ("planned by the profile but no complete run record: its server was unavailable "
+                  "or the point failed before recording (the workload notebook's outcome table says which)")
+
+
+def study_outcomes(runs_root: Path) -> tuple[dict[tuple[str, str, str], str], list[tuple[str, dict]]]:
+    """From each study's outcome file: why each failed point failed, and the server deaths."""
+    from pglimits_core.registry import names
+    from pglimits_core.studies.study import read_outcome
+
+    reasons: dict[tuple[str, str, str], str] = {}
+    deaths: list[tuple[str, dict]] = []
+    for study in names():
+        outcome = read_outcome(runs_root, study) or {}
+        reasons.update({(study, f["variant"], f["experiment"]): f["error"] for f in outcome.get("failures", [])})
+        deaths += [(study, death) for death in outcome.get("deaths", [])]
+    return reasons, deaths
 
 
 def flag_points(table: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,9 @@ from pglimits_core.config import data_dir
 from pglimits_core.errors import PGLimitsError
 
 COMPLETE, RUNNING, PENDING, INTERRUPTED = "complete", "running", "pending", "interrupted"
+# the notebook ran to its end, but points failed because the environment did (or an error):
+# its records are a partial study; ``--resume`` measures exactly the failed points again
+FAILED_POINTS = "failed points"
 
 
 def executed_dir(profile: str) -> Path:
@@ -62,8 +65,9 @@ def require_complete(profile: str) -> None:
     notebooks that are not complete and the command that finishes them. The notebook running
     this check (the report, run by a live ``run_all.py``) is not held against itself; a profile
     never run by ``run_all.py`` (notebooks executed by hand) has no status and is not refused."""
+    # a notebook with failed points finished: the report renders and lists what is missing
     unfinished = {name: entry.get("status") for name, entry in read_status(profile).items()
-                  if entry.get("status") not in (COMPLETE, RUNNING)}
+                  if entry.get("status") not in (COMPLETE, RUNNING, FAILED_POINTS)}
     if unfinished:
         which = ", ".join(f"{name} is {state}" for name, state in unfinished.items())
         raise PGLimitsError(f"profile {profile} is not complete ({which}): its tables would describe "

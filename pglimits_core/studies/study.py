@@ -9,15 +9,18 @@ because they kill the servers the other points measured.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pglimits_core.config import profile_runs_dir
+from pglimits_core.config import profile_runs_dir, state_dir
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.studies.causes import FAILING_CAUSES, cause_of
 from pglimits_core.studies.runner import Context, RecordedRun
+from pglimits_core.studies.watch import ServerWatch
 
 
 @dataclass
@@ -66,6 +69,33 @@ class Outcome:
     failures: list[dict[str, Any]] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
     reused: int = 0
+    #: servers that died while the study ran (``watch.Death.to_dict()``), restarted or not
+    deaths: list[dict[str, Any]] = field(default_factory=list)
+    _explained: set[str] = field(default_factory=set, repr=False)  # failed runs a death explains
+
+    def explain_failed_runs(self, point: Point, result: Any, watch: ServerWatch) -> None:
+        """A run record that failed because its server died under it: the point's failure says
+        so (the record's own error is the client's view of it)."""
+        failed = [r for r in (result if isinstance(result, list) else [result])
+                  if isinstance(r, RecordedRun) and r.status != "complete"]
+        for recorded in failed:
+            known = watch.what_happened(point.server, RuntimeError(recorded.error or ""))
+            if known:  # a death or a full disk explains it
+                self.failures.append(_failure(point, f"{known} — run {recorded.path.name}: {recorded.error}"))
+                self._explained.add(recorded.path.name)
+
+    def failing(self) -> list[dict[str, Any]]:
+        """The failures that make the study's run a failed one (environment or error, not the
+        points the study declined on purpose)."""
+        return [f for f in self.failures if f.get("cause") in FAILING_CAUSES]
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``run_all.py`` reads after the notebook: the failures with their causes."""
+        failed_runs = [{"experiment": "run", "variant": r.path.name, "error": r.error or "failed",
+                        "cause": cause_of(r.error or "")} for r in self.runs
+                       if r.status != "complete" and r.path.name not in self._explained]
+        return {"failures": self.failures + failed_runs, "deaths": self.deaths,
+                "unavailable": self.unavailable, "reused": self.reused, "runs": len(self.runs)}
 
     def keep(self, point: Point, result: Any) -> None:
         if isinstance(result, RecordedRun):
@@ -80,29 +110,55 @@ def planned_servers(points: list[Point]) -> list[str]:
     return sorted({point.server for point in points})
 
 
-def run_points(points: list[Point], run: StudyRun, title: str, progress: bool = True) -> Outcome:
-    """Every point in order; a point whose server is unavailable, or whose call raises, is a
-    failure with its reason — the others still run."""
+def run_points(points: list[Point], run: StudyRun, title: str, progress: bool = True,
+               after_restart: Callable[[str, StudyRun], None] | None = None) -> Outcome:
+    """Every point in order; a point whose server is unavailable, died or whose call raises is
+    a failure with its reason and cause — the others still run. A server that died is restarted
+    once (``watch``), then ``after_restart(name, run)`` brings back the workload's state."""
     from tqdm import tqdm
 
     outcome = Outcome()
+    watch = watch_servers(run, after_restart)
     # Plain text on stderr (not a widget): run_all.py streams it, so a long study shows which
     # point runs, how many are done and the time left; mininterval keeps the notebook small.
     bar = tqdm(points, desc=title, disable=not progress, file=sys.stderr, mininterval=5)
     for point in bar:
         bar.set_postfix_str(f"{point.experiment}: {point.label}", refresh=False)
         if point.server not in run.ctx.endpoints:
-            outcome.failures.append(_failure(point, f"server {point.server} unavailable"))
+            outcome.failures.append(_failure(point, watch.unavailable(point.server, run.fleet)))
+            continue
+        if (reason := watch.ready(point.server)) is not None:
+            outcome.failures.append(_failure(point, f"not run: {reason}"))
             continue
         try:
-            outcome.keep(point, point.call(run))
+            result = point.call(run)
         except Exception as exc:  # one system failing must not stop the others
-            outcome.failures.append(_failure(point, f"{type(exc).__name__}: {exc}"))
+            outcome.failures.append(_failure(point, watch.explain(point.server, exc), exc))
+            continue
+        outcome.keep(point, result)
+        outcome.explain_failed_runs(point, result, watch)
+    outcome.deaths = [death.to_dict() for death in watch.deaths]
     return outcome
 
 
-def _failure(point: Point, error: str) -> dict[str, Any]:
-    return {"experiment": point.experiment, "variant": point.label, "error": error}
+def watch_servers(run: StudyRun, after_restart: Callable[[str, StudyRun], None] | None) -> ServerWatch:
+    """A watch over the servers this study started; a restarted server's new endpoint reaches
+    the context and the fleet before the workload restores its state."""
+    def restarted(name: str, server: Any) -> None:
+        run.ctx.endpoints[name] = server.endpoint
+        run.ctx.servers[name] = server
+        if name in getattr(run.fleet, "endpoints", {}):
+            run.fleet.endpoints[name] = server.endpoint
+        if after_restart is not None:
+            after_restart(name, run)
+
+    disk_paths = [path for path in (run.ctx.runs_root, state_dir()) if path is not None]
+    return ServerWatch(run.servers, restarted, disk_paths)
+
+
+def _failure(point: Point, error: str, exc: BaseException | None = None) -> dict[str, Any]:
+    return {"experiment": point.experiment, "variant": point.label, "server": point.server,
+            "error": error, "cause": cause_of(error, exc)}
 
 
 def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None = None,
@@ -138,10 +194,33 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
                                 "fix that server (`pglimits doctor`), or drop its variants from the profile")
         ctx = build_context(fleet, runs_root=root)
         ctx.done = DoneRuns(root, workload.name) if resume else None
-        outcome = run_points(points, StudyRun(ctx, fleet, profile.seed), f"{workload.name} study", progress)
+        outcome = run_points(points, StudyRun(ctx, fleet, profile.seed), f"{workload.name} study", progress,
+                             after_restart=workload.after_restart)
     outcome.unavailable = dict(fleet.unavailable)
     outcome.reused = ctx.done.reused if ctx.done else 0
+    write_outcome(root, workload.name, outcome)
     return outcome
+
+
+def outcome_path(runs_root: Path, workload_name: str) -> Path:
+    """Where a study leaves what it could not measure and why, for ``run_all.py`` to read."""
+    return Path(runs_root) / f"{workload_name}.outcome.json"
+
+
+def write_outcome(runs_root: Path, workload_name: str, outcome: Outcome) -> None:
+    path = outcome_path(runs_root, workload_name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(outcome.to_dict(), indent=2, default=str))
+    tmp.replace(path)
+
+
+def read_outcome(runs_root: Path, workload_name: str) -> dict[str, Any] | None:
+    """The last study's outcome under ``runs_root`` (None if it wrote none: it crashed first)."""
+    try:
+        return json.loads(outcome_path(runs_root, workload_name).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def servers_needed(profile_name: str) -> list[str]:
