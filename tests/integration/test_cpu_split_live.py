@@ -9,6 +9,7 @@ server's processes, and the two together can never use more CPU than the box has
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import psutil
@@ -101,10 +102,27 @@ class ParallelScan(PostgresNoop):
         self.cursor.fetchone()
 
 
+def server_cpu_seconds(postmaster_pid: int) -> float:
+    """The ground truth, read from the kernel's own counters: the postmaster's CPU, the CPU of
+    every child it has reaped (parallel workers, ended backends) and of its live children."""
+    postmaster = psutil.Process(postmaster_pid)
+    own = postmaster.cpu_times()
+    total = own.user + own.system + own.children_user + own.children_system
+    for child in postmaster.children(recursive=True):
+        try:
+            times = child.cpu_times()
+            total += times.user + times.system
+        except psutil.Error:
+            continue
+    return total
+
+
 def test_short_lived_parallel_workers_are_counted_as_server_cpu(postgres_endpoint):
     """One client keeps Postgres running parallel scans; the CPU of the workers that came and
-    went between readings must reach the server's figure, so client + server explain the
-    machine's busy CPU (a sampler that misses them leaves most of a core unexplained)."""
+    went between readings must reach the server's figure. Checked against the kernel's count of
+    the server's CPU (its reaped children included), not against the machine's busy CPU: a busy
+    neighbour on a shared box changes the latter, never the former. A sampler that misses the
+    parallel workers reports about a third of the truth."""
     import psycopg
 
     with psycopg.connect(postgres_endpoint.url, autocommit=True) as conn:
@@ -116,16 +134,20 @@ def test_short_lived_parallel_workers_are_counted_as_server_cpu(postgres_endpoin
         spec = RunSpec(phases=[Phase("warmup", 0.5, warmup=True), Phase("measure", 4.0)], seed=1,
                        roles=[Role("client", ParallelScan(postgres_endpoint.url), workers=1,
                                    loop=ClosedLoop(idle_sleep_s=0))])
+        before, started = server_cpu_seconds(postgres_endpoint.pids[0]), time.monotonic()
         with SamplerSet([host]) as samplers:
             result = run_load(spec)
+        truth_pct = 100.0 * (server_cpu_seconds(postgres_endpoint.pids[0]) - before) / (time.monotonic() - started)
         assert result.status == "complete", result.error
         frame = samplers.dataframe()
         cpu = host_frame_verdict(frame, 1)["cpu"]
-        busy = steady_median(frame.system_cpu_pct * CORES)
-        assert cpu_sum_error(cpu) is None, cpu
-        # the server did most of the work, in processes that lived for one query each
-        assert cpu["server_cpu_pct_median"] > 100.0, (cpu, busy)
-        assert cpu["client_plus_server_over_busy_pct_median"] > -JITTER_PCT - 10.0, (cpu, busy)
+        sampled = frame.server_cpu_pct.dropna()
+        mean_pct = float(sampled.mean())
+        # what the code controls: every server process's CPU, the short-lived ones included
+        assert 0.6 * truth_pct <= mean_pct <= 1.4 * truth_pct, (mean_pct, truth_pct, cpu)
+        # what it does not: the rest of the machine (a neighbour), reported, never failed on
+        print(f"server CPU {mean_pct:.0f} % (kernel count {truth_pct:.0f} %); machine busy beyond "
+              f"client + server: {-(cpu.get('client_plus_server_over_busy_pct_median') or 0):.0f} % of a core")
     finally:
         with psycopg.connect(postgres_endpoint.url, autocommit=True) as conn:
             conn.execute("DROP TABLE IF EXISTS pl_parallel_scan")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.studies.causes import NotMeasured
 from pglimits_core.studies.runner import Context, RecordedRun
 from pglimits_core.studies.study import StudyRun
 from pglimits_core.workloads.search.bm25 import agreement, tie_aware_agreement
@@ -121,7 +122,8 @@ def verified(ctx: Context, setup: Setup, v: SearchVariant) -> None:
             if outcome.get("disagreed", 1) == 0:
                 _VERIFIED.add(key)
                 return
-            raise PGLimitsError(f"{v.label} answered {outcome.get('disagreed')} of {outcome.get('checked')} "
+            # the study's own validity check declined it: listed, not a failed run
+            raise NotMeasured(f"{v.label} answered {outcome.get('disagreed')} of {outcome.get('checked')} "
                                 f"queries wrongly in the correctness check: not measured",
                                 "see its correctness record (a match with OR semantics, another analyzer?)")
     raise PGLimitsError(f"{v.label} has no complete correctness record: not measured",
