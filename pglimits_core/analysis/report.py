@@ -213,17 +213,17 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
             notes += workload.seed_notes
     comparison = pd.concat(comparisons, ignore_index=True) if comparisons else pd.DataFrame()
     _write_table(comparison, "report-seed-comparison", paths.tables)
-    # Order: what the numbers are and what they mean first; long reference material (the
-    # ledger, resources, full settings) after the figures so a reader meets the results early.
-    return [Section("Hardware", tables=[("The box (from the run manifests)", hardware_table(records)),
-                                        ("Method per experiment", method_table(records))]),
-            Section("Versions", tables=[("Servers", server_versions(records)),
-                                        ("Client libraries", client_versions(records))]),
-            *results,
+    # Order: the results first (each workload's figures, then its tables), the source studies
+    # beside them, what is missing; then how they were made (box, versions, ledger, settings).
+    return [*results,
             Section("Beside the source documents (ratios between systems)", [SEED_INTRO, *notes],
                     [("Seed headline figures vs this study", comparison)]),
             Section("What could not be run, and why", tables=[("Failed, interrupted and missing points",
                                                                 not_run_table(records, paths.runs, profile))]),
+            Section("Hardware", tables=[("The box (from the run manifests)", hardware_table(records)),
+                                        ("Method per experiment", method_table(records))]),
+            Section("Versions", tables=[("Servers", server_versions(records)),
+                                        ("Client libraries", client_versions(records))]),
             Section("Tuning ledger", ["Every non-default setting each server ran with, and why."],
                     [("Tuned settings", tuning_ledger(records))]),
             *reference,

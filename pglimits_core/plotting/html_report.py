@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ details { margin: 0.5rem 0; } .note { background: #fff8e1; padding: 0.5rem 0.8re
 """
 
 MIME = {".png": "image/png", ".svg": "image/svg+xml"}
+FOLD_ROWS = 15  # a table longer than this folds under its caption
 
 
 @dataclass
@@ -59,25 +61,43 @@ def _number(value: float) -> str:
 
 
 def figure_html(path: Path) -> str:
-    caption = html.escape(path.stem)
+    caption = html.escape(path.stem.replace("-", " ").capitalize())
     return f"<figure><img alt='{caption}' src='{data_uri(path)}'><figcaption>{caption}</figcaption></figure>"
 
 
+def folded_table_html(caption: str, table: pd.DataFrame) -> str:
+    """A bulk table folds away under its caption: the figures above it are what a reader skims."""
+    shown = table_html(caption, table)
+    if table is None or len(table) <= FOLD_ROWS:
+        return shown
+    return f"<details><summary>{html.escape(caption)} ({len(table)} rows)</summary>\n{shown}\n</details>"
+
+
+def anchor(title: str) -> str:
+    return "s-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
 def section_html(section: Section) -> str:
+    """Prose, then the figures, then the tables (long ones folded)."""
     parts = [f"<p>{text}</p>" for text in section.paragraphs]  # paragraphs are trusted HTML we write
-    parts += [table_html(caption, table) for caption, table in section.tables]
     parts += [figure_html(path) for path in section.figures]
+    parts += [folded_table_html(caption, table) for caption, table in section.tables]
     inner = "\n".join(parts)
     if section.collapsed:
         inner = f"<details><summary>show</summary>\n{inner}\n</details>"
-    return f"<section><h2>{html.escape(section.title)}</h2>\n{inner}\n</section>"
+    return f"<section id='{anchor(section.title)}'><h2>{html.escape(section.title)}</h2>\n{inner}\n</section>"
+
+
+def contents_html(sections: list[Section]) -> str:
+    items = "".join(f"<li><a href='#{anchor(s.title)}'>{html.escape(s.title)}</a></li>" for s in sections)
+    return f"<nav><h2>Contents</h2><ol>{items}</ol></nav>"
 
 
 def render(title: str, intro: str, sections: list[Section]) -> str:
     body = "\n".join(section_html(s) for s in sections)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>\n"
-            f"<body><h1>{html.escape(title)}</h1>\n<p>{intro}</p>\n{body}\n</body></html>\n")
+            f"<body><h1>{html.escape(title)}</h1>\n<p>{intro}</p>\n{contents_html(sections)}\n{body}\n</body></html>\n")
 
 
 def write(path: Path, title: str, intro: str, sections: list[Section]) -> Path:
