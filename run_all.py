@@ -5,12 +5,15 @@
     python run_all.py --profile full --resume    # skip completed notebooks; an interrupted one
                                                  # reuses the points it had already measured
     python run_all.py --only queue --force       # one workload (by its registry name), then the report
+    python run_all.py --profile my/own.yaml      # a profile by path: results under its name ("own")
 
 The workloads and their notebooks come from the workload registry (pglimits_core.registry);
-a workload whose section the profile lacks is not run. Each notebook starts the servers it needs
-and stops them when it ends (also on Ctrl-C); executed copies go to data/executed/<profile>/. A
-failed notebook does not stop the others; the exit code is non-zero and the summary says what
-failed.
+a workload whose section the profile lacks is not run. Bad input stops the run before any server
+starts, as one line on stderr and exit code 2: the profile is parsed and validated, and every
+system, option and variant name in its sections is checked by the workloads' own plans. Each
+notebook starts the servers it needs and stops them when it ends (also on Ctrl-C); executed
+copies go to data/executed/<profile>/. A failed notebook does not stop the others; the exit code
+is non-zero and the summary says what failed.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ from pglimits_core.config import (
     profile_figures_dir,
     profile_results_dir,
     profile_runs_dir,
+    profiles_dir,
+    repo_relative,
 )
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.profiles import load_profile
-from pglimits_core.registry import workloads
+from pglimits_core.profiles import PROFILE_HELP, Profile, load_profile, profile_path
+from pglimits_core.registry import Workload, workloads
 from pglimits_core.servers import ownership
 from pglimits_core.studies.causes import FAILING_CAUSES
 from pglimits_core.studies.status import (
@@ -50,8 +55,9 @@ REPORT = "90-report"  # always last: it reads the run records the workload noteb
 
 def planned_notebooks(profile: str, only: list[str] | None) -> list[str]:
     """The notebooks of the workloads the profile has a section for (``only``: just those, by
-    workload name), in registry order, then the report."""
-    loaded = load_profile(profile)  # a bad profile fails here, before any server starts
+    workload name), in registry order, then the report. A bad profile, or a typo in one of its
+    system or variant names, fails here, before any server starts."""
+    loaded = load_profile(profile)
     chosen = [w for w in workloads() if not only or w.name in only]
     unknown = sorted(set(only or []) - {w.name for w in workloads()})
     if unknown:
@@ -60,7 +66,43 @@ def planned_notebooks(profile: str, only: list[str] | None) -> list[str]:
     for w in chosen:
         if loaded.section(w.name) is None:
             print(f"run_all: profile {profile} has no {w.name!r} section; {w.notebook} is not run")
-    return [w.notebook for w in chosen if loaded.section(w.name) is not None] + [REPORT]
+    running = [w for w in chosen if loaded.section(w.name) is not None]
+    if not running:
+        raise PGLimitsError(f"profile {profile} has no {' or '.join(repr(w.name) for w in chosen)} section",
+                            f"add one to {repo_relative(profile_path(profile))}"
+                            + (", or choose another --only" if only else ", or choose another profile"))
+    check_plans(loaded, running)
+    return [w.notebook for w in running] + [REPORT]
+
+
+def check_plans(loaded: Profile, chosen: list[Workload]) -> None:
+    """Every system, option and variant name of the chosen workloads' sections, checked now by the
+    same ``plan()`` their notebooks run — it builds each variant and checks every experiment's
+    variants filter, and starts no server and reads no dataset — so a typo stops the run here, in
+    a second, not when that workload's notebook starts."""
+    for w in chosen:
+        try:
+            w.plan(loaded.section(w.name), loaded)
+        except PGLimitsError as exc:
+            raise in_profile(loaded.name, w.name, exc) from None
+
+
+def in_profile(profile: str, workload: str, exc: PGLimitsError) -> PGLimitsError:
+    """``exc`` saying which profile file and workload section it is about (unless it already does)."""
+    where = "" if exc.problem.startswith((workload, "profile ")) else f"{workload}: "
+    prefix = "" if exc.problem.startswith("profile ") else f"profile {profile}: "
+    shown = repo_relative(profile_path(profile))
+    return PGLimitsError(f"{prefix}{where}{exc.problem}", f"in {shown}: {exc.fix}" if exc.fix else f"fix {shown}")
+
+
+def profile_name(given: str) -> str:
+    """``--profile`` given as a name or a path: the profile's name, which keys its results, status
+    and executed notebooks. A file outside the profiles folder makes its folder this run's
+    (``PGLIMITS_PROFILES_DIR``, which the notebook kernels inherit), so they find it by name too."""
+    path = profile_path(given)
+    if path.parent != profiles_dir().resolve():
+        os.environ["PGLIMITS_PROFILES_DIR"] = str(path.parent)
+    return path.stem
 
 
 def check_parameters(notebook: Path, parameters: dict) -> None:
@@ -122,7 +164,7 @@ def interrupt(signum: int, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="quick")
+    parser.add_argument("--profile", default="quick", help=f"{PROFILE_HELP}; default: quick")
     parser.add_argument("--only", action="append", metavar="WORKLOAD",
                         help="run just this workload (then the report); repeatable")
     parser.add_argument("--resume", action="store_true",
@@ -135,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, interrupt)
     try:
+        args.profile = profile_name(args.profile)
         names = planned_notebooks(args.profile, args.only)
         stop_orphans()
         return run(args, names)

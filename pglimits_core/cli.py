@@ -26,6 +26,8 @@ servers_app = typer.Typer(no_args_is_help=True, help="Start, inspect and stop th
 app.add_typer(servers_app, name="servers")
 console = Console()
 CORE_SERVERS = ["postgres", "redis", "sqlite"]
+# what --profile accepts (profiles.profile_path; not imported here, so `pglimits` starts fast)
+PROFILE_FORMS = "a name (quick, quick.yaml) or a path (configs/profiles/quick.yaml, /abs/path/x.yaml)"
 
 
 def _parse_external(items: list[str]) -> dict[str, str]:
@@ -214,7 +216,7 @@ def _profile_datasets(profile: str) -> dict:
 
 
 @datasets_app.command("build")
-def datasets_build(profile: str = typer.Option("quick", help="the profile whose datasets to build")) -> None:
+def datasets_build(profile: str = typer.Option("quick", help=f"the profile whose datasets to build: {PROFILE_FORMS}")) -> None:
     """Generate the profile's corpus and vectors with exact ground truth; reuses complete ones."""
     from pglimits_core.datasets import store
 
@@ -238,7 +240,7 @@ def _contents(counts: dict) -> str:
 
 
 @datasets_app.command("verify")
-def datasets_verify(profile: str = typer.Option("quick", help="the profile whose datasets to check")) -> None:
+def datasets_verify(profile: str = typer.Option("quick", help=f"the profile whose datasets to check: {PROFILE_FORMS}")) -> None:
     """Re-hash every file of the profile's datasets against its manifest."""
     from pglimits_core.datasets import store
 

@@ -1,5 +1,7 @@
 """Study profiles (``configs/profiles/<name>.yaml``), validated: unknown keys and bad values are
-errors naming the key. ``quick`` runs on a 2-core box in minutes; ``full`` uses the source
+errors naming the key; a YAML syntax error names the file and the line; an empty file is refused.
+A profile is given by name (``quick``, ``quick.yaml``) or by path (``configs/profiles/quick.yaml``,
+``/abs/path/x.yaml``): every caller (``run_all.py``, ``pglimits``, the notebooks) accepts both. ``quick`` runs on a 2-core box in minutes; ``full`` uses the source
 study's sizes and repetitions. Each workload's section (``queue:``, ...) is optional and
 validated by the workload's own model (``registry``)."""
 
@@ -12,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from pglimits_core import registry
-from pglimits_core.config import profiles_dir
+from pglimits_core.config import PROJECT_ROOT, profiles_dir, repo_relative
 from pglimits_core.datasets.corpus import CorpusSpec
 from pglimits_core.datasets.vectors import VectorSpec
 from pglimits_core.errors import PGLimitsError
@@ -90,15 +92,81 @@ def _invalid(name: str, path: Path, exc: ValidationError, prefix: tuple[str, ...
     return PGLimitsError(f"profile {name}: {where}: {first['msg']}", fix)
 
 
-def load_profile(name: str) -> Profile:
-    path = profiles_dir() / f"{name}.yaml"
-    if not path.exists():
-        known = ", ".join(sorted(p.stem for p in profiles_dir().glob("*.yaml")))
-        raise PGLimitsError(f"unknown profile {name!r}", f"use one of: {known}")
-    raw = yaml.safe_load(path.read_text()) or {}
+#: what ``--profile`` accepts, for every command's help
+PROFILE_HELP = ("a profile name (quick, full, ...: configs/profiles/<name>.yaml) or the path of a profile "
+                "file, with or without .yaml (quick.yaml, configs/profiles/quick.yaml, /abs/path/x.yaml)")
+SUFFIXES = (".yaml", ".yml")
+
+
+def profile_path(name_or_path: str) -> Path:
+    """The file of profile ``name_or_path``: a bare name (``quick``, ``quick.yaml``) in
+    ``profiles_dir()``; a path (``configs/profiles/quick``, ``/abs/x.yaml``) from the working
+    directory, else from the repository (a notebook runs in ``notebooks/``)."""
+    given = Path(str(name_or_path)).expanduser()
+    if not given.name or given.name == "..":  # "", ".", "/": no file to look for
+        raise _unknown(name_or_path, None)
+    explicit = given.suffix in SUFFIXES
+    files = [given] if explicit else [given.with_name(given.name + suffix) for suffix in SUFFIXES]
+    if len(given.parts) == 1 and not given.is_absolute():  # a name; an explicit x.yaml may be here too
+        candidates = [profiles_dir() / file.name for file in files] + ([given] if explicit else [])
+    else:
+        candidates = files + ([] if given.is_absolute() else [PROJECT_ROOT / file for file in files])
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise _unknown(name_or_path, candidates[0])
+    return found.resolve()
+
+
+def _unknown(name_or_path: str, looked: Path | None) -> PGLimitsError:
+    known = ", ".join(sorted(p.stem for suffix in SUFFIXES for p in profiles_dir().glob(f"*{suffix}")))
+    where = f" (no file {repo_relative(looked)})" if looked else ""
+    return PGLimitsError(f"unknown profile {str(name_or_path)!r}{where}",
+                         f"use one of: {known} (in {repo_relative(profiles_dir())}), or the path of a .yaml file")
+
+
+def _read(name: str, path: Path) -> dict[str, Any]:
+    """The profile's top-level mapping; a file that cannot be read, is not YAML, is empty or is
+    not a mapping is one line naming the file (and, for YAML, the line)."""
+    shown = repo_relative(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise _yaml_error(name, shown, exc) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PGLimitsError(f"profile {name}: cannot read {shown}: {exc}", "give a readable UTF-8 YAML file") from None
+    if raw is None or raw == {}:
+        raise PGLimitsError(f"profile {name}: {shown} is empty",
+                            f"give it at least one workload section ({', '.join(registry.names())}), "
+                            "e.g. start from a copy of configs/profiles/test.yaml")
     if not isinstance(raw, dict):
-        raise PGLimitsError(f"profile {name}: not a mapping of keys to values", f"fix {path}")
+        raise PGLimitsError(f"profile {name}: not a mapping of keys to values", f"fix {shown}")
+    return raw
+
+
+def _yaml_error(name: str, shown: str, exc: yaml.YAMLError) -> PGLimitsError:
+    """One line: the file, the line the parser stopped at, its complaint — and, for a quote or a
+    bracket left open (the parser stops at the end of the file), the line where it was opened."""
+    mark, context = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+    where = f" line {mark.line + 1}" if mark is not None else ""
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())  # one line
+    if context is not None and (mark is None or context.line != mark.line):
+        problem += f" ({' '.join(str(exc.context).split())} at line {context.line + 1})"
+    return PGLimitsError(f"profile {name}: YAML error at {shown}{where}: {problem}",
+                         f"correct the YAML at {shown}{where} (quote a value holding ': ' or ' #', close every "
+                         "[ and {, indent with spaces, not tabs)")
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """The validated profile given by name or path (``profile_path``); its ``name`` is the file's
+    stem, which keys its results (``data/results/<host-id>/<name>/``)."""
+    path = profile_path(name_or_path)
+    name = path.stem
+    raw = _read(name, path)
     sections = _workload_sections(name, path, raw)  # what is left are the profile's own keys
+    if reserved := sorted({"name", "workloads"} & set(raw)):  # set from the file name and the sections
+        raise PGLimitsError(f"profile {name}: {reserved[0]}: not a profile key",
+                            f"remove it from {repo_relative(path)} (the name is the file's; each workload "
+                            f"is a top-level section: {', '.join(registry.names())})")
     try:
         return Profile(name=name, **raw, workloads=sections)
     except ValidationError as exc:

@@ -100,3 +100,55 @@ def test_what_could_not_be_run_lists_every_kind_of_planned_point_without_a_recor
     assert "queue consumer_crash pg_skiplocked batch=1" in missing
     assert "queue recovery sqlite_wal batch=1 synchronous=off" in missing
     assert "queue cliff pg_delete batch=1" in missing
+
+
+def test_a_profile_is_given_by_name_or_by_path_with_or_without_yaml(tmp_path, monkeypatch):
+    """``quick``, ``quick.yaml``, ``configs/profiles/quick.yaml`` (from the repository, or from a
+    notebook's working directory ``notebooks/``), an absolute path: the same profile, named by its
+    file; a file elsewhere is read from its path."""
+    from pglimits_core.config import PROFILES_DIR, PROJECT_ROOT
+
+    forms = ["quick", "quick.yaml", "configs/profiles/quick", "configs/profiles/quick.yaml",
+             str(PROFILES_DIR / "quick.yaml"), str(PROFILES_DIR / "quick")]
+    for cwd in (PROJECT_ROOT, PROJECT_ROOT / "notebooks"):
+        monkeypatch.chdir(cwd)
+        for given in forms:
+            assert profiles.profile_path(given) == PROFILES_DIR / "quick.yaml", given
+            assert profiles.load_profile(given).name == "quick"
+    (tmp_path / "mine.yml").write_text((PROFILES_DIR / "test.yaml").read_text())
+    assert profiles.load_profile(str(tmp_path / "mine")).name == "mine"
+    monkeypatch.chdir(tmp_path)
+    assert profiles.load_profile("mine.yml").section("queue") is not None
+
+
+def test_an_unknown_profile_says_what_forms_it_takes():
+    with pytest.raises(PGLimitsError, match=r"unknown profile 'configs/quik.yaml' \(no file configs/quik.yaml\)"
+                                            r" — fix: use one of: full, quick, reference, test \(in configs/profiles\),"
+                                            " or the path of a .yaml file"):
+        profiles.load_profile("configs/quik.yaml")
+    with pytest.raises(PGLimitsError, match="unknown profile ''"):
+        profiles.load_profile("")
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("queue:\n  colour: a: b\n", "YAML error at {path} line 2: mapping values are not allowed here"),
+    ("queue:\n\tvariants: []\n", "YAML error at {path} line 2: found character '\\t' that cannot start any token"),
+    ("description: x\nqueue: {variants: [1, 2}\n", "YAML error at {path} line 2: expected ',' or ']', but got '}}'"),
+    ("description: x\nqueue: {variants: [1, 2]\n\n", "line 4: expected ',' or '}}', but got '<stream end>' "
+                                                     "(while parsing a flow mapping at line 2)"),
+    ('description: "x\n', "line 2: found unexpected end of stream (while scanning a quoted scalar at line 1)"),
+    ("", "{path} is empty — fix: give it at least one workload section (queue, search, pubsub, vectors)"),
+    ("# only a comment\n", "{path} is empty"),
+    ("{}\n", "{path} is empty"),
+    ("- queue\n", "not a mapping of keys to values — fix: fix {path}"),
+    ("name: other\nqueue: {variants: [{system: pg_delete}], throughput: {consumers: [1], prefill: 1, duration_s: 1},"
+     " latency: {rates: [1], duration_s: 1}}\n", "name: not a profile key — fix: remove it from {path}"),
+])
+def test_a_bad_file_is_one_line_naming_the_file(tmp_path, monkeypatch, text, named):
+    monkeypatch.setenv("PGLIMITS_PROFILES_DIR", str(tmp_path))
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(PGLimitsError) as caught:
+        profiles.load_profile("bad")
+    line = str(caught.value)
+    assert "\n" not in line and line.startswith("profile bad: ") and " — fix: " in line, line
+    assert named.format(path=tmp_path / "bad.yaml") in line, line
