@@ -5,7 +5,7 @@ PROFILE ?= quick
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup study results datasets test unit lint lab servers-down clean
+.PHONY: help setup study results figures datasets test unit lint lab servers-down clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-13s\033[0m %s\n", $$1, $$2}'
@@ -19,6 +19,9 @@ study: setup ## run the study end to end for PROFILE (default quick): servers, w
 results: setup ## after `make study PROFILE=full`: copy its run summaries into data/results/<host-id>/full/ and regenerate the README results block
 	$(PY) -m pglimits_core.record.export --profile full
 	$(PY) -m pglimits_core.analysis.readme_results --profile full
+
+figures: setup ## regenerate every committed figure and table from the committed runs (data/results/<host>/full/runs); README untouched
+	$(PY) -m pglimits_core.analysis.outputs --profile full
 
 datasets: setup ## build PROFILE's seeded corpus and vectors with exact ground truth (data/datasets/, reused when built)
 	.venv/bin/pglimits datasets build --profile $(PROFILE)

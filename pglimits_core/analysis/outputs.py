@@ -41,15 +41,31 @@ def has_data(table: pd.DataFrame | None, column: str) -> bool:
         and pd.to_numeric(table[column], errors="coerce").notna().any()
 
 
-def draw_charts(workload: Any, tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
-    """Every chart of ``workload`` whose table has data (an all-blank chart says nothing)."""
+def stamp_text(records: list[dict[str, Any]]) -> str:
+    """Which machine and commit a figure comes from: the newest record's host (its id and CPU
+    model) and git sha, flagged when that run came from a modified tree."""
+    from pglimits_core.samplers.host_facts import host_id
+
+    manifest = max((r["manifest"] for r in records), key=lambda m: m["run_id"])
+    host, git = manifest.get("host") or {}, manifest.get("git") or {}
+    dirty = " + uncommitted changes" if git.get("dirty") else ""
+    return f"machine {host_id(host)} ({host.get('cpu_model', '?')}) · git {str(git.get('sha'))[:10]}{dirty}"
+
+
+def draw_charts(workload: Any, tables: dict[str, pd.DataFrame], stamp: str | None = None) -> dict[str, Any]:
+    """Every chart of ``workload`` whose table has data (an all-blank chart says nothing),
+    stamped with ``stamp`` (machine and commit) when given."""
     import matplotlib.pyplot as plt
+
+    from pglimits_core.plotting.figures import stamp_figure
 
     figures = {}
     for chart in workload.charts:
         table = tables.get(chart.table)
         if has_data(table, chart.needs):
             figures[chart.name] = chart.draw(table.dropna(subset=[chart.needs]))
+            if stamp:
+                stamp_figure(figures[chart.name], stamp)
             plt.close(figures[chart.name])
     return figures
 
@@ -78,7 +94,8 @@ def build_outputs(workload: Any, runs_root: Path, figures_dir: Path | None = Non
     records = load_records(workload.name, runs_root)
     frame = workload.frame(records)
     tables = workload.tables(frame)
-    outputs = Outputs(workload, records, frame, tables, draw_charts(workload, tables))
+    stamp = stamp_text(records) if records else None
+    outputs = Outputs(workload, records, frame, tables, draw_charts(workload, tables, stamp))
     if not records:  # nothing measured: no empty tables over files another run wrote
         return outputs
     if figures_dir is not None:
@@ -86,3 +103,26 @@ def build_outputs(workload: Any, runs_root: Path, figures_dir: Path | None = Non
     if tables_dir is not None:
         write_tables(workload.name, tables, tables_dir)
     return outputs
+
+
+def regenerate(profile: str, host: str | None = None) -> None:
+    """Every workload's committed tables and figures, recomputed from its committed records
+    (what ``make results`` rewrites, without touching README.md)."""
+    from pglimits_core.analysis.readme_results import results_block
+
+    results_block(profile, host, write=True)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from pglimits_core.errors import PGLimitsError
+
+    parser = argparse.ArgumentParser(description="regenerate the committed tables and figures from the committed runs")
+    parser.add_argument("--profile", default="full")
+    parser.add_argument("--host", default=None, help="machine id under data/results/ (default: each workload's own)")
+    args = parser.parse_args()
+    try:
+        regenerate(args.profile, args.host)
+    except PGLimitsError as exc:
+        raise SystemExit(f"outputs: error: {exc}") from None

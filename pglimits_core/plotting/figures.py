@@ -1,35 +1,70 @@
-"""Engine colours and line styles fixed across every figure, the look charts share, and
-``save_figure`` (PNG + SVG). Each workload draws its own charts (``workloads/<w>/charts.py``)."""
+"""Engine colours and line styles fixed across every figure, the look charts share, the rule for
+drawing a point that was not sustained, the machine/commit stamp, and ``save_figure`` (PNG +
+SVG). Each workload draws its own charts (``workloads/<w>/charts.py``)."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 # No backend is forced here: matplotlib picks Agg where there is no display (papermill, CI) and
 # the inline backend in JupyterLab; MPLBACKEND overrides both.
 import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 
 from pglimits_core.config import figures_dir
 
-# One colour per system family, the same in every figure (variants differ by line style).
+GREY = "#595959"
+POSTGRES, REDIS = "#2e75b6", "#c00000"
+# One colour per system family, the same in every figure (variants differ by line style or
+# hatch). Keyed by the first word of a variant label; a workload whose labels name a client
+# (pub/sub's pg_notify) passes the server instead (``colour_for(label, server)``).
 ENGINE_COLOURS = {
-    "pg_skiplocked": "#1f4e79", "pg_delete": "#2e75b6", "pgmq": "#5b9bd5", "postgres": "#2e75b6",
-    "redis_reliable": "#c00000", "redis": "#c00000", "sqlite_wal": "#548235", "sqlite": "#548235",
-    "opensearch": "#bf9000", "qdrant": "#7030a0",
+    "pg_skiplocked": "#1f4e79", "pg_delete": POSTGRES, "pgmq": "#5b9bd5", "postgres": POSTGRES,
+    "pgvector": POSTGRES, "pg_gin": POSTGRES,
+    "redis_reliable": REDIS, "redis": REDIS, "sqlite_wal": "#548235", "sqlite": "#548235",
+    "opensearch": "#bf9000", "elasticsearch": "#00897b", "qdrant": "#7030a0",
 }
 LINE_STYLES = ["-", "--", "-.", ":"]
+HATCHES = ["", "//", "..", "xx"]
 
 
-def colour_for(variant: str) -> str:
-    return ENGINE_COLOURS.get(variant.split()[0], "#595959")
+def colour_for(variant: str, server: str | None = None) -> str:
+    """The system's colour: the first word of ``variant``, else ``server``'s; grey only for a
+    system no table knows (add it to ENGINE_COLOURS)."""
+    return ENGINE_COLOURS.get(variant.split()[0]) or ENGINE_COLOURS.get(server or "", GREY)
+
+
+def _sibling_index(variant: str, variants) -> int:
+    family = variant.split()[0]
+    return sorted(v for v in set(variants) if v.split()[0] == family).index(variant)
 
 
 def line_style_for(variant: str, variants) -> str:
     """Variants of one system share its colour and differ by line style, in a stable order."""
-    family = variant.split()[0]
-    siblings = sorted(v for v in set(variants) if v.split()[0] == family)
-    return LINE_STYLES[siblings.index(variant) % len(LINE_STYLES)]
+    return LINE_STYLES[_sibling_index(variant, variants) % len(LINE_STYLES)]
+
+
+def hatch_for(variant: str, variants) -> str:
+    """A bar chart's line style: the first variant of a system plain, its siblings hatched."""
+    return HATCHES[_sibling_index(variant, variants) % len(HATCHES)]
+
+
+def wrap_label(text: str, width: int = 20) -> str:
+    """A tick label on lines of at most ``width`` characters (at spaces), so neighbours don't overlap."""
+    return "\n".join(textwrap.wrap(text, width, break_long_words=False)) or text
+
+
+def sustained_line(ax, x, y, sustained, marker: str = "o", **style) -> None:
+    """A line through the sustained points only, broken at the others, which are drawn hollow:
+    a rate the system did not hold is a stall, not a point on its curve. ``style`` needs
+    ``color``; it may carry ``linestyle`` and ``label``."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    held = np.asarray(sustained, dtype=bool)
+    ax.plot(x, np.where(held, y, np.nan), marker=marker, **style)
+    ax.scatter(x[~held], y[~held], marker=marker, s=45, facecolors="white", edgecolors=style["color"],
+               linewidths=1.3, zorder=3)
 
 
 def finish(ax) -> None:
@@ -39,8 +74,23 @@ def finish(ax) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
-def save_figure(fig: plt.Figure, name: str, directory: Path | None = None) -> list[Path]:
-    """Write ``name``.png (150 dpi) and ``name``.svg; returns both paths."""
+def stamp_figure(fig: plt.Figure, text: str) -> None:
+    """Write ``text`` (the machine and commit the records came from) under the figure's lowest
+    element, right-aligned, in small grey type; stamping again replaces it."""
+    previous = getattr(fig, "_pglimits_stamp", None)
+    if previous is not None:
+        previous.remove()
+    box = fig.get_tightbbox()  # inches, every element drawn so far
+    width, height = fig.get_size_inches()
+    fig._pglimits_stamp = fig.text(box.x1 / width, (box.y0 - 0.1) / height, text, ha="right", va="top",
+                                   fontsize=7, color=GREY)
+
+
+def save_figure(fig: plt.Figure, name: str, directory: Path | None = None, stamp: str | None = None) -> list[Path]:
+    """Write ``name``.png (150 dpi) and ``name``.svg, stamped with ``stamp`` when given; returns
+    both paths."""
+    if stamp:
+        stamp_figure(fig, stamp)
     directory = Path(directory or figures_dir())
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / f"{name}.png", directory / f"{name}.svg"]

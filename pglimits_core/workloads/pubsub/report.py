@@ -10,8 +10,9 @@ import pandas as pd
 
 from pglimits_core.analysis.report import flag_points
 from pglimits_core.analysis.seed import verdict_short
-from pglimits_core.plotting.figures import ENGINE_COLOURS, line_style_for
+from pglimits_core.plotting.figures import colour_for as system_colour
 from pglimits_core.plotting.figures import finish as _finish
+from pglimits_core.plotting.figures import line_style_for, sustained_line
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
 
@@ -20,7 +21,7 @@ MARKERS = ["o", "s", "^", "D", "v"]
 
 def colour_for(variant: str) -> str:
     """A variant's system colour: the colour of its server (the queue study's Postgres and Redis)."""
-    return ENGINE_COLOURS.get(SERVER_FOR.get(variant.split()[0], ""), "#595959")
+    return system_colour(variant, SERVER_FOR.get(variant.split()[0]))
 
 HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in autocommit, one publish = one "
                "transaction, or `batch=n` notifications per transaction) vs Redis PUBLISH/SUBSCRIBE (redis-py; "
@@ -79,7 +80,8 @@ NOTE = ("Every point is one recorded run on a fresh channel. <code>delivered_rat
 
 
 def fanout_chart(table: pd.DataFrame) -> plt.Figure:
-    """Deliveries/s and delivery p99 vs publish rate (open loop), one marker per fan-out."""
+    """Deliveries/s and delivery p99 vs publish rate (open loop), one marker per fan-out; a rate
+    the publishers did not sustain is a hollow marker the line does not join."""
     rows = table[table.rate != "flat out"].copy()
     rows["rate"] = rows.rate.astype(float)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
@@ -89,12 +91,13 @@ def fanout_chart(table: pd.DataFrame) -> plt.Figure:
                  "marker": MARKERS[fanouts.index(n) % len(MARKERS)],
                  "label": f"{label} ×{int(n)}, {int(publishers)} pub."}
         group = group.sort_values("rate")
-        left.plot(group.rate, group.deliveries_per_s, **style)
-        right.plot(group.rate, group.delivery_p99_ms, **style)
+        held = group.sustained.eq(True).to_numpy(dtype=bool)  # not recorded (None) counts as not sustained
+        sustained_line(left, group.rate, group.deliveries_per_s, held, **style)
+        sustained_line(right, group.rate, group.delivery_p99_ms, held, **style)
     left.set(xlabel="offered publish rate (msg/s)", ylabel="deliveries/s", yscale="log",
              title="Deliveries per second (×n = subscribers)")
     right.set(xlabel="offered publish rate (msg/s)", ylabel="delivery p99 (ms)", yscale="log",
-              title="Delivery p99 (from intended publish)")
+              title="Delivery p99 (from intended publish)\nhollow, not joined: publishers did not sustain the rate")
     _finish(right)
     left.grid(alpha=0.3)
     fig.tight_layout()

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.flags import flag_set
-from pglimits_core.plotting.figures import colour_for, line_style_for
+from pglimits_core.plotting.figures import colour_for, line_style_for, sustained_line
 from pglimits_core.plotting.figures import finish as _finish
 from pglimits_core.workloads.queue.durability_tables import classes_in, ensure_class, label
 
@@ -72,8 +72,9 @@ def _sweep_line(ax, group: pd.DataFrame, variant: str, variants: pd.Series) -> N
 
 def latency_chart(table: pd.DataFrame) -> plt.Figure:
     """End-to-end p99 (median over repetitions, whiskers min–max) and p50 per offered rate, open
-    loop, one panel per durability class; × = not sustained in some repetition. Variants are
-    nudged apart along x so their markers at the same rate stay readable."""
+    loop, one panel per durability class. A rate not sustained in some repetition is a hollow
+    marker the line does not join (a stall, not a latency). Variants are nudged apart along x so
+    their markers at the same rate stay readable."""
     fig, panels = class_panels(table.assign(sustained=table.sustained.astype(bool)), height=4.5)
     for index, (name, rows, ax) in enumerate(panels):
         per_rate = rows.groupby(["variant", "offered_per_s"]).agg(
@@ -84,7 +85,8 @@ def latency_chart(table: pd.DataFrame) -> plt.Figure:
             x = group.offered_per_s * (1 + 0.025 * (offset - (len(variants) - 1) / 2))
             _latency_points(ax, x, group, variant, table.variant)
         _panel_title(ax, "Queue latency at matched rates, end to end from the intended send time\n"
-                         "(lines: p99 median over repetitions, whiskers min–max; dots: p50; ×: not sustained)",
+                         "(lines: p99 median over repetitions, joining sustained rates only; whiskers min–max; "
+                         "dots: p50;\nhollow marker, not joined: not sustained in some repetition)",
                      name, index == 0)
         ax.set(xscale="log", yscale="log", ylabel="end-to-end latency (ms)")
         _finish(ax)
@@ -96,11 +98,10 @@ def latency_chart(table: pd.DataFrame) -> plt.Figure:
 
 def _latency_points(ax, x: pd.Series, group: pd.DataFrame, variant: str, variants: pd.Series) -> None:
     spread = np.vstack([(group.p99 - group.p99_min).to_numpy(), (group.p99_max - group.p99).to_numpy()])
-    ax.errorbar(x.to_numpy(), group.p99.to_numpy(), yerr=spread, marker="o", capsize=2,
-                color=colour_for(variant), linestyle=line_style_for(variant, variants), label=f"{variant} p99")
+    ax.errorbar(x.to_numpy(), group.p99.to_numpy(), yerr=spread, fmt="none", capsize=2, ecolor=colour_for(variant))
+    sustained_line(ax, x, group.p99, group.sustained, color=colour_for(variant),
+                   linestyle=line_style_for(variant, variants), label=f"{variant} p99")
     ax.plot(x, group.p50, marker=".", linestyle="none", color=colour_for(variant))
-    failed = ~group.sustained.astype(bool)
-    ax.scatter(x[failed], group.p99[failed], marker="x", s=100, color="black", zorder=3)
 
 
 def cliff_chart(points: pd.DataFrame) -> plt.Figure:
@@ -128,26 +129,36 @@ CLASS_MARKERS = {"per_commit": "o", "periodic": "s", "none": "^"}
 
 def recovery_chart(drills: pd.DataFrame) -> plt.Figure:
     """Time from the restart call to the first answered claim vs the WAL to replay at the kill, one
-    point per drill; colour = engine, marker = durability class. A system whose drill recorded no
-    replay size sits at x = 0 with a hollow marker."""
+    point per drill; colour = engine, marker = durability class. A drill that recorded no replay
+    size has no x: it is not drawn (not at 0), and a note beside the plot lists its times."""
     fig, ax = plt.subplots(figsize=(8, 5))
-    drills = ensure_class(drills)
+    drills = ensure_class(drills).assign(wal_to_replay_mb=lambda d: pd.to_numeric(d.wal_to_replay_mb, errors="coerce"))
+    unsized = []
     for variant, group in drills.groupby("variant"):
-        name = group.durability_class.iloc[0]
-        marker, sized = CLASS_MARKERS.get(name, "D"), group.wal_to_replay_mb.notna()
+        name, sized = group.durability_class.iloc[0], group.wal_to_replay_mb.notna()
         if sized.any():
-            ax.scatter(group.wal_to_replay_mb[sized], group.recovery_s[sized], marker=marker, s=60,
-                       color=colour_for(variant), label=f"{variant} ({label(name)})")
+            ax.scatter(group.wal_to_replay_mb[sized], group.recovery_s[sized], marker=CLASS_MARKERS.get(name, "D"),
+                       s=60, color=colour_for(variant), label=f"{variant} ({label(name)})")
         if (~sized).any():
-            ax.scatter([0.0] * int((~sized).sum()), group.recovery_s[~sized], marker=marker, s=60,
-                       facecolors="none", edgecolors=colour_for(variant),
-                       label=f"{variant} ({label(name)}; replay size not recorded)")
+            unsized.append(_unsized_line(variant, name, group.recovery_s[~sized]))
     ax.set(xlabel="WAL to replay at the kill (MB, written since the last checkpoint)",
            ylabel="restart call -> first answered claim (s)",
            title="Crash drill (SIGKILL): recovery time vs WAL to replay, one point per drill\n"
                  "(SIGKILL keeps the OS page cache: this drill cannot separate durability classes)")
-    _finish(ax)
+    if ax.collections:
+        _finish(ax)
+    else:
+        ax.grid(alpha=0.3)
+    if unsized:
+        ax.text(1.01, 0.0, "Not drawn — no replay size recorded\n(restart → first claim, s):\n" + "\n".join(unsized),
+                transform=ax.transAxes, va="bottom", ha="left", fontsize=7.5)
     return fig
+
+
+def _unsized_line(variant: str, durability_class: str, recovery_s: pd.Series) -> str:
+    values = pd.to_numeric(recovery_s, errors="coerce").dropna()
+    times = f"{values.min():.3f}–{values.max():.3f}" if len(values) else "not recorded"
+    return f"• {variant} ({label(durability_class)}): {len(recovery_s)} drill(s), {times}"
 
 
 def dead_tuples_chart(series: pd.DataFrame) -> plt.Figure:

@@ -9,21 +9,10 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.flags import flag_set
-from pglimits_core.plotting.figures import ENGINE_COLOURS, LINE_STYLES
+from pglimits_core.plotting.figures import colour_for, line_style_for, sustained_line
 from pglimits_core.workloads.search.tables import STREAM_ORDER
 
-COLOURS = {"pg_gin": ENGINE_COLOURS["postgres"], "elasticsearch": "#00897b", "opensearch": ENGINE_COLOURS["opensearch"]}
 RING = "black rings: client-bound (the Python harness, not the server, ran out of CPU: a floor for the server)"
-
-
-def colour(variant: str) -> str:
-    return COLOURS.get(variant.split()[0], "#595959")
-
-
-def style(variant: str, variants) -> str:
-    family = variant.split()[0]
-    siblings = sorted(v for v in set(variants) if v.split()[0] == family)
-    return LINE_STYLES[siblings.index(variant) % len(LINE_STYLES)]
 
 
 def _streams(table: pd.DataFrame) -> list[str]:
@@ -31,10 +20,15 @@ def _streams(table: pd.DataFrame) -> list[str]:
     return [s for s in STREAM_ORDER if s in present] + [s for s in present if s not in STREAM_ORDER]
 
 
-def _line(ax, x, group: pd.DataFrame, y: str, low: str, high: str, variant: str, variants) -> None:
+def _line(ax, x, group: pd.DataFrame, y: str, low: str, high: str, variant: str, variants,
+          sustained: pd.Series | None = None) -> None:
+    """Median with min–max whiskers; a point not ``sustained`` is hollow and not joined."""
     spread = np.vstack([(group[y] - group[low]).to_numpy(), (group[high] - group[y]).to_numpy()])
-    ax.errorbar(np.asarray(x, dtype=float), group[y].to_numpy(), yerr=np.clip(spread, 0, None), marker="o",
-                capsize=3, color=colour(variant), linestyle=style(variant, variants), label=variant)
+    ax.errorbar(np.asarray(x, dtype=float), group[y].to_numpy(), yerr=np.clip(spread, 0, None), fmt="none",
+                capsize=3, ecolor=colour_for(variant))
+    held = np.ones(len(group), dtype=bool) if sustained is None else sustained.eq(True).to_numpy(dtype=bool)
+    sustained_line(ax, x, group[y], held, color=colour_for(variant), linestyle=line_style_for(variant, variants),
+                   label=variant)
     marked = group.client_bound.map(flag_set).astype(bool).to_numpy()
     if marked.any():
         ax.scatter(np.asarray(x, dtype=float)[marked], group[y].to_numpy()[marked], s=130, facecolors="none",
@@ -78,7 +72,7 @@ def crossover_chart(table: pd.DataFrame) -> plt.Figure:
         _line(right, tail.median_matches, tail, "tail_ms", "tail_low", "tail_high", variant, table.variant)
         fallback = tail[group.p99_ms.isna() & tail.tail_ms.notna()]
         right.scatter(fallback.median_matches, fallback.tail_ms, s=60, facecolors="white",
-                      edgecolors=colour(variant), zorder=5)
+                      edgecolors=colour_for(variant), zorder=5)
     for ax, label in ((left, "queries per second"), (right, "service time p99 (ms; hollow: p95, < 100 queries)")):
         ax.set(xscale="log", yscale="log", xlabel="documents matching both terms (median of the bucket)", ylabel=label)
         ax.grid(alpha=0.3, which="both")
@@ -92,7 +86,8 @@ def crossover_chart(table: pd.DataFrame) -> plt.Figure:
 
 def latency_chart(table: pd.DataFrame) -> plt.Figure:
     """Latency from the intended start (open loop) at the matched offered rates: p99 (whiskers
-    min–max over repetitions) and p50 dots, one panel per stream; × = not sustained."""
+    min–max over repetitions) and p50 dots, one panel per stream; a rate not sustained is a
+    hollow marker the line does not join."""
     streams = _streams(table)
     fig, axes = plt.subplots(1, len(streams), figsize=(6 * len(streams), 4.4), squeeze=False)
     for ax, stream in zip(axes[0], streams, strict=True):
@@ -100,16 +95,14 @@ def latency_chart(table: pd.DataFrame) -> plt.Figure:
         for variant, group in rows.groupby("variant", sort=False):
             group = group.sort_values("offered_per_s")
             _line(ax, group.offered_per_s, group, "latency_p99_ms", "latency_p99_min_ms", "latency_p99_max_ms",
-                  variant, table.variant)
-            ax.plot(group.offered_per_s, group.latency_p50_ms, marker=".", linestyle="none", color=colour(variant))
-            failed = group[~group.sustained.astype(bool)]
-            ax.scatter(failed.offered_per_s, failed.latency_p99_ms, marker="x", s=100, color="black", zorder=5)
+                  variant, table.variant, sustained=group.sustained)
+            ax.plot(group.offered_per_s, group.latency_p50_ms, marker=".", linestyle="none", color=colour_for(variant))
         ax.set(yscale="log", title=f"stream {stream}", xlabel="offered rate (queries/s, open loop, same for every system)",
                ylabel="latency from intended start (ms)")
         ax.grid(alpha=0.3, which="both")
     axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("Search latency at matched rates (fractions of the slower system's closed-loop peak)\n"
-                 "lines: p99, median over repetitions, whiskers min–max; dots: p50; ×: not sustained\n"
+                 "lines: p99, median over repetitions, whiskers min–max; dots: p50; hollow, not joined: not sustained\n"
                  f"({RING})", fontsize=9)
     fig.tight_layout()
     return fig

@@ -8,11 +8,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from pglimits_core.analysis.seed import verdict_short
-from pglimits_core.plotting.figures import ENGINE_COLOURS
+from pglimits_core.plotting.figures import colour_for, hatch_for, wrap_label
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.vectors.tables import headline
-
-COLOURS = {"pgvector hnsw": ENGINE_COLOURS["postgres"], "pgvector exact": "#7f7f7f", "qdrant hnsw": ENGINE_COLOURS["qdrant"]}
 
 HOW_TO_READ = (
     "Recall@10 counts a returned id as correct when its exact inner product with the query is within "
@@ -37,7 +35,7 @@ def pareto_chart(sweep: pd.DataFrame):
             group = group.sort_values("ef")
             exact = group.ef.isna().all()
             ax.plot(group.recall_mean, group.qps, marker="*" if exact else "o", markersize=10 if exact else 4,
-                    linestyle="none" if exact else "-", color=COLOURS.get(variant, "#595959"), label=variant)
+                    linestyle="none" if exact else "-", color=colour_for(variant), label=variant)
             for _, row in group.dropna(subset=["ef"]).iterrows():
                 ax.annotate(f"{row.ef:.0f}", (row.recall_mean, row.qps), fontsize=6, xytext=(2, 2),
                             textcoords="offset points")
@@ -57,7 +55,7 @@ def recall_chart(sweep: pd.DataFrame):
     scored = sweep.dropna(subset=["ef", "recall_mean"]).drop_duplicates(["variant", "ef"])
     for variant, group in scored.groupby("variant", sort=False):
         group = group.sort_values("ef")
-        colour = COLOURS.get(variant, "#595959")
+        colour = colour_for(variant)
         ax.plot(group.ef, group.recall_mean, marker="o", color=colour, label=f"{variant}: mean")
         ax.plot(group.ef, group.recall_worst5_mean, marker=".", linestyle="--", color=colour,
                 label=f"{variant}: worst 5 % of queries")
@@ -70,15 +68,19 @@ def recall_chart(sweep: pd.DataFrame):
 
 
 def build_chart(build: pd.DataFrame):
-    """Load time, index build time, index size and server memory (PSS) per engine."""
+    """Load time, index build time, index size and server memory (PSS) per engine; variants of one
+    engine share its colour, the second hatched."""
     panels = [("load_s", "load (s)"), ("build_s", "index build (s)"), ("index_mib", "index size (MiB)"),
               ("server_pss_mib", "server memory after build (PSS, MiB)")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.4))
+    fig, axes = plt.subplots(1, len(panels), figsize=(14, 3.8))
+    labels = [wrap_label(v, 14) for v in build.variant]
     for ax, (column, title) in zip(axes, panels, strict=True):
         values = pd.to_numeric(build[column], errors="coerce")
-        ax.bar(build.variant, values, color=[COLOURS.get(v, "#595959") for v in build.variant])
+        bars = ax.bar(labels, values, color=[colour_for(v) for v in build.variant], edgecolor="black", linewidth=0.5)
+        for bar, variant in zip(bars, build.variant, strict=True):
+            bar.set_hatch(hatch_for(variant, build.variant))
         ax.set_title(title, fontsize=10)
-        ax.tick_params(axis="x", labelsize=8)
+        ax.tick_params(axis="x", labelsize=7.5)
     fig.suptitle("Vectors: build cost")
     fig.tight_layout()
     return fig
@@ -90,7 +92,7 @@ def filtered_chart(filtered: pd.DataFrame):
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     for (variant, ef), group in filtered.groupby(["variant", "ef"], sort=False):
         group = group.sort_values("selectivity_pct")
-        style = {"color": COLOURS.get(variant, "#595959"), "marker": "o",
+        style = {"color": colour_for(variant), "marker": "o",
                  "linestyle": "-" if ef == filtered.ef.max() else "--", "label": f"{variant}, ef {ef}"}
         axes[0].plot(group.selectivity_pct, group.recall_mean, **style)
         axes[1].plot(group.selectivity_pct, group.rows_mean, **style)

@@ -122,20 +122,26 @@ def backup_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
 # --- the chart -------------------------------------------------------------------------------------
 def backup_chart(table: pd.DataFrame) -> plt.Figure:
     """Per variant, bars of the median time to back up and to the first claim after the restore,
-    whiskers = min–max over the drills; each variant labelled with its durability class."""
-    from pglimits_core.plotting.figures import colour_for
+    whiskers = min–max over the drills; each variant labelled with its durability class. A time
+    not recorded gets no bar (not a bar of 0) and says so where its bar would be."""
+    from pglimits_core.plotting.figures import colour_for, wrap_label
 
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(table) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(6, 2.3 * len(table) + 2), 4.8))
     x, width = np.arange(len(table)), 0.38
     for offset, column, hatch, name in ((-width / 2, "backup_s", "", "back up (hot, under load)"),
                                         (width / 2, "restore_to_first_claim_s", "//", "restore → first claim")):
         medians = pd.to_numeric(table[column], errors="coerce")
         low = (medians - pd.to_numeric(table[f"{column}_min"], errors="coerce")).clip(lower=0).fillna(0)
         high = (pd.to_numeric(table[f"{column}_max"], errors="coerce") - medians).clip(lower=0).fillna(0)
-        ax.bar(x + offset, medians.fillna(0), width, yerr=[low, high], capsize=3, hatch=hatch, label=name,
-               color=[colour_for(v) for v in table.variant], edgecolor="black", alpha=0.85)
-    ax.set_xticks(x, [f"{v}\n({label(c)}; {m:,.0f} msgs)" for v, c, m in
-                      zip(table.variant, table.durability_class, table.queue_messages.fillna(0), strict=True)],
+        shown = medians.notna().to_numpy()
+        ax.bar((x + offset)[shown], medians[shown].to_numpy(), width, hatch=hatch, label=name,
+               color=[colour_for(v) for v in table.variant[shown]], edgecolor="black", alpha=0.85)
+        ax.errorbar((x + offset)[shown], medians[shown].to_numpy(), fmt="none", ecolor="black", capsize=3,
+                    yerr=np.vstack([low[shown].to_numpy(), high[shown].to_numpy()]))
+        for position in (x + offset)[~shown]:
+            ax.text(position, 0, "not\nrecorded", ha="center", va="bottom", fontsize=7, rotation=90)
+    ax.set_xticks(x, [f"{wrap_label(v, 22)}\n({label(c)};\n{_messages(m)})" for v, c, m in
+                      zip(table.variant, table.durability_class, table.queue_messages, strict=True)],
                   fontsize=7)
     ax.set(ylabel="seconds (median; whiskers min–max over the drills)",
            title="Backup/restore drill: time to back up a live queue, and from the restore's start\n"
@@ -143,6 +149,10 @@ def backup_chart(table: pd.DataFrame) -> plt.Figure:
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
     return fig
+
+
+def _messages(count: float) -> str:
+    return "queue size not recorded" if pd.isna(count) else f"{count:,.0f} msgs"
 
 
 # --- README lines --------------------------------------------------------------------------------------

@@ -1,0 +1,116 @@
+"""Every committed figure, drawn from the committed run records as `make figures` draws it: stamped
+with the machine and commit it came from, in the fixed engine colours, no line through a point
+that was not sustained, no missing value drawn as 0."""
+
+from __future__ import annotations
+
+import matplotlib.colors
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from pglimits_core.analysis.outputs import Outputs, build_outputs, stamp_text
+from pglimits_core.config import StudyPaths
+from pglimits_core.plotting.figures import ENGINE_COLOURS, GREY, sustained_line
+from pglimits_core.record.export import committed_host, committed_hosts
+from pglimits_core.registry import workloads
+from pglimits_core.samplers.host_facts import host_id
+from pglimits_core.workloads.queue.drills.backup_tables import backup_chart
+
+ENGINE_RGB = {matplotlib.colors.to_hex(c) for c in ENGINE_COLOURS.values()}
+
+
+@pytest.fixture(scope="module")
+def committed() -> dict[str, Outputs]:
+    """Each workload's outputs from its committed records (no file written)."""
+    found = {}
+    for workload in workloads():
+        if committed_hosts("full", workload.name):
+            host = committed_host("full", None, nearest=True, study=workload.name)
+            found[workload.name] = build_outputs(workload, StudyPaths.committed("full", host).runs)
+    if not found:
+        pytest.skip("no committed runs under data/results/")
+    return found
+
+
+def all_figures(committed: dict[str, Outputs]):
+    return [(name, outputs, figure) for outputs in committed.values() for name, figure in outputs.figures.items()]
+
+
+def visible_lines(figure) -> list:
+    """Lines that join points (not marker-only series, not whisker caps)."""
+    return [line for ax in figure.axes for line in ax.lines if line.get_linestyle() not in ("None", "none", "", " ")]
+
+
+def test_every_committed_chart_carries_its_machine_and_commit(committed):
+    assert len(all_figures(committed)) >= 15
+    for name, outputs, figure in all_figures(committed):
+        newest = max((r["manifest"] for r in outputs.records), key=lambda m: m["run_id"])
+        stamp = stamp_text(outputs.records)
+        assert host_id(newest["host"]) in stamp and newest["host"]["cpu_model"] in stamp
+        assert str(newest["git"]["sha"])[:10] in stamp
+        assert stamp in [text.get_text() for text in figure.texts], name
+
+
+def test_every_chart_draws_systems_in_their_engine_colours(committed):
+    for name, _, figure in all_figures(committed):
+        for ax in figure.axes:
+            for line in ax.lines:
+                assert matplotlib.colors.to_hex(line.get_color()) != GREY, f"{name}: {line.get_label()} is grey"
+            bars = [p for p in ax.patches if isinstance(p, matplotlib.patches.Rectangle) and p.get_height() > 0]
+            for bar in bars:
+                assert matplotlib.colors.to_hex(bar.get_facecolor(), keep_alpha=False) in ENGINE_RGB, name
+
+
+def test_queue_latency_joins_only_sustained_points(committed):
+    outputs = committed["queue"]
+    latency = outputs.tables["latency"].dropna(subset=["e2e_p99_ms"])
+    per_rate = latency.assign(sustained=latency.sustained.astype(bool)).groupby(["variant", "offered_per_s"]).agg(
+        p99=("e2e_p99_ms", "median"), sustained=("sustained", "all")).reset_index()
+    assert (~per_rate.sustained).any() and per_rate.sustained.any()  # the records have both kinds
+    lines = {line.get_label().removesuffix(" p99"): line for line in visible_lines(outputs.figures["queue-latency"])}
+    for variant, group in per_rate.groupby("variant"):
+        x, y = (np.asarray(v, dtype=float) for v in lines[variant].get_data())
+        drawn = y[np.isfinite(x) & np.isfinite(y)]
+        assert sorted(drawn) == sorted(group.p99[group.sustained]), variant
+        assert not set(drawn) & set(group.p99[~group.sustained]), variant
+
+
+def test_a_line_never_joins_an_unsustained_point():
+    figure, ax = plt.subplots()
+    sustained_line(ax, [1, 2, 3, 4], [10, 20, 30, 40], [True, False, True, True], color="#c00000", label="x")
+    x, y = ax.lines[0].get_data()
+    assert list(np.isfinite(y)) == [True, False, True, True]  # broken at 2: 1 is not joined to 3
+    hollow = ax.collections[0]
+    assert hollow.get_offsets().tolist() == [[2.0, 20.0]]
+    assert matplotlib.colors.to_hex(hollow.get_facecolor()[0]) == "#ffffff"
+    plt.close(figure)
+
+
+def test_the_recovery_chart_draws_no_zero_for_a_replay_size_not_recorded(committed):
+    outputs = committed["queue"]
+    drills = outputs.tables["recovery_drills"].dropna(subset=["recovery_s"])
+    sizes = pd.to_numeric(drills.wal_to_replay_mb, errors="coerce")
+    assert sizes.isna().any()  # the committed drills include systems that record no replay size
+    figure = outputs.figures["queue-recovery"]
+    drawn = np.vstack([c.get_offsets() for ax in figure.axes for c in ax.collections])
+    assert sorted(drawn[:, 0]) == sorted(sizes.dropna())
+    notes = " ".join(text.get_text() for ax in figure.axes for text in ax.texts)
+    assert "no replay size recorded" in notes
+    for variant in drills.variant[sizes.isna()].unique():
+        assert variant in notes
+
+
+def test_the_backup_chart_draws_no_bar_for_a_time_not_recorded():
+    row = {"variant": "pgmq batch=1", "durability_class": "per_commit", "queue_messages": np.nan}
+    for column in ("backup_s", "restore_to_first_claim_s"):
+        row |= {column: 2.0, f"{column}_min": 1.5, f"{column}_max": 2.5}
+    table = pd.DataFrame([row, {**row, "variant": "sqlite_wal batch=1", "backup_s": np.nan}])
+    figure = backup_chart(table)
+    ax = figure.axes[0]
+    assert len([p for p in ax.patches if isinstance(p, matplotlib.patches.Rectangle)]) == 3
+    assert all(p.get_height() == 2.0 for p in ax.patches)
+    assert "not\nrecorded" in [text.get_text() for text in ax.texts]
+    assert "queue size not recorded" in ax.get_xticklabels()[0].get_text()
+    plt.close(figure)
