@@ -9,6 +9,7 @@ whose client + server CPU exceeds what the box has is recorded as failed.
 from __future__ import annotations
 
 import io
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,10 +72,11 @@ def open_record(ctx: Context, study: str, system: str, server: str, name: str, p
     return RunDirectory.create(manifest, ctx.runs_root)
 
 
-def samplers_for(server: str, endpoint: Endpoint, tables: list[str] | None) -> list[Any]:
-    """The host sampler (client = the load workers only, server = its pids and their children)
-    plus the server kind's own sampler, if its class has one (``Server.sampler``)."""
-    host = HostSampler(client_pids=active_worker_pids, server_pids=lambda: list(endpoint.pids))
+def samplers_for(server: str, endpoint: Endpoint, tables: list[str] | None,
+                 client_pids: Any = active_worker_pids) -> list[Any]:
+    """The host sampler (client = the load workers only, or ``client_pids()``; server = its
+    pids and their children) plus the server kind's own sampler, if its class has one."""
+    host = HostSampler(client_pids=client_pids, server_pids=lambda: list(endpoint.pids))
     own = server_class(server).sampler(endpoint, tables)
     return [host, own] if own is not None else [host]
 
@@ -102,6 +104,47 @@ def run_recorded(ctx: Context, study: str, system: str, variant: str, server: st
         _write_samplers(run_dir.path, frame)
         status, error = with_cpu_check(result.status, result.error, verdict["cpu"])
         run_dir.finish(status, error)
+    return RecordedRun(run_dir.final_path, summary, status, error, extra)
+
+
+def run_tool_recorded(ctx: Context, study: str, system: str, variant: str, server: str, load: Any,
+                      params: dict[str, Any], seed: int | None = None, tables: list[str] | None = None,
+                      after: Any = None) -> RecordedRun:
+    """``run_recorded`` for a point driven by the system's own C load tool (``load.tools``): the
+    same manifest, samplers, CPU verdict and check, with the tool's processes as the client
+    side; the manifest's params say ``tool``, ``tool_version`` and every command line as run
+    (``load.describe()``), and ``client_versions`` carries the tool's version."""
+    from pglimits_core.load.tools import ToolProcess
+    from pglimits_core.record.manifest import client_library_versions
+
+    description = ctx.describe_now(server)
+    manifest = new_manifest(
+        new_run_id(study, system, variant), study, system, variant, seed=seed,
+        params={**params, **load.describe()}, servers={server: description},
+        tuning_ledger=description.get("settings", {}).get("tuning_ledger", []), host=ctx.host,
+        harness_ceiling=ctx.ceilings.get(server, {}),
+        client_versions={**client_library_versions(), load.tool: load.version})
+    with RunDirectory.create(manifest, ctx.runs_root) as run_dir, \
+            tempfile.TemporaryDirectory(prefix=f"{load.tool}-") as scratch:
+        process = ToolProcess(Path(scratch))
+        with SamplerSet(samplers_for(server, ctx.endpoints[server], tables, process.pids)) as samplers:
+            result = load.run(process)
+        extra = after(result) if after else {}
+        return _finish_tool_run(run_dir, server, samplers.dataframe(), result, extra, load.client_cores)
+
+
+def _finish_tool_run(run_dir: RunDirectory, server: str, frame: Any, result: Any, extra: dict[str, Any],
+                     client_cores: int) -> RecordedRun:
+    """Summary, verdict, samplers and status of a tool run; ``extra`` may fail it (``error``)."""
+    summary = run_dir.write_result(result)
+    verdict = cpu_verdict(server, frame, client_cores)
+    update = {**verdict, "params": {**run_dir.manifest.params, "outcome": extra}}
+    run_dir.manifest = run_dir.manifest.model_copy(update=update)
+    _write_samplers(run_dir.path, frame)
+    status, error = with_cpu_check(result.status, result.error, verdict["cpu"])
+    if extra.get("error"):  # the point's own check (e.g. the queue ran dry): the figures are wrong
+        status, error = "failed", "; ".join(e for e in (error, extra["error"]) if e)
+    run_dir.finish(status, error)
     return RecordedRun(run_dir.final_path, summary, status, error, extra)
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from pglimits_core.analysis import seed
 from pglimits_core.workloads.pubsub import report as pubsub_report
-from pglimits_core.workloads.queue.seed import SeedClaim, judge
 from pglimits_core.workloads.queue.seed import Measured as QueueMeasured
+from pglimits_core.workloads.queue.seed import SeedClaim, judge
 from pglimits_core.workloads.search import report as search_report
 from pglimits_core.workloads.vectors import report as vectors_report
 

@@ -1,7 +1,8 @@
 """The queue study's plan: every point a profile's ``queue:`` section asks for, in run order.
 
 Repetitions are rounds over every variant (drift on the shared box spreads over all systems);
-the rate searches follow, then the consumer-crash drills (after the sweeps, whose records they
+the rate searches follow, then the C-tool ceilings (``ceiling.py``: the same statements through
+pgbench and redis-benchmark), then the consumer-crash drills (after the sweeps, whose records they
 must not disturb), then the backup/restore drills (they back up the live servers, so they come
 before the crash drills), then the server crash drills last: they kill the servers the others measured.
 The report's "what could not be run" reads this same plan.
@@ -13,6 +14,7 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.queue.ceiling import ceiling_points
 from pglimits_core.workloads.queue.drills.consumer_crash import EXPERIMENT as CONSUMER_CRASH
 from pglimits_core.workloads.queue.drills.consumer_crash import consumer_crash_point
 from pglimits_core.workloads.queue.points import (
@@ -24,7 +26,7 @@ from pglimits_core.workloads.queue.points import (
     variant,
 )
 
-SWEEPS = ("throughput", "steady", "latency", "cliff", "consumer_crash")
+SWEEPS = ("throughput", "steady", "latency", "cliff", "consumer_crash", "ceiling")
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
@@ -36,6 +38,7 @@ def plan(section: Any, profile: Any) -> list[Point]:
         for v in variants:
             points += sweep_points(section, v)
     points += [cliff_point(section.cliff, v) for v in variants if section.cliff and section.cliff.includes(v.label)]
+    points += ceiling_points(section.ceiling, variants)
     points += consumer_crash_points(section.consumer_crash, variants)
     points += backup_points(section.backup, variants)
     return points + recovery_points(section.recovery, variants)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 
 from pglimits_core.profiles import CliffSearch, ForVariants, Strict
 
@@ -80,6 +80,20 @@ class BackupDrill(ForVariants):
     drills: PositiveInt = 1
 
 
+class CeilingSweep(ForVariants):
+    """The queue's statements driven by each system's own C tool (``ceiling.py``), closed loop,
+    per client count: pgbench for ``warmup_s + duration_s`` whole seconds on a table prefilled
+    with ``prefill`` jobs (it must outlast the run: a run that drains it fails), redis-benchmark
+    ``requests`` of each of the reliable queue's three commands. Empty ``variants``: every
+    variant whose system has a tool (pg_skiplocked, pg_delete, redis_reliable)."""
+
+    clients: list[PositiveInt] = Field(min_length=1)
+    duration_s: PositiveInt = 5
+    warmup_s: NonNegativeInt = 1
+    prefill: PositiveInt = 200_000
+    requests: PositiveInt = 100_000
+
+
 class QueueProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
@@ -90,3 +104,4 @@ class QueueProfile(Strict):
     consumer_crash: ConsumerCrashDrill | None = None
     recovery: RecoveryDrill | None = None
     backup: BackupDrill | None = None
+    ceiling: CeilingSweep | None = None

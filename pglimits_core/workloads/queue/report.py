@@ -8,6 +8,7 @@ import pandas as pd
 
 from pglimits_core.analysis.report import flag_points
 from pglimits_core.plotting.html_report import Section
+from pglimits_core.workloads.queue.ceiling_tables import CAPTION as CEILING_CAPTION
 from pglimits_core.workloads.queue.drills.backup_tables import BACKUP_CAPTION
 from pglimits_core.workloads.queue.drills.consumer_crash_tables import CONSUMER_CRASH_CAPTION
 from pglimits_core.workloads.queue.seed import AGREEMENT_SLACK
@@ -36,6 +37,7 @@ CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down,
                         "cache, so 0 lost does not separate durability classes (an OS crash would)",
             "consumer_crash": CONSUMER_CRASH_CAPTION,
             "backup": BACKUP_CAPTION,
+            "ceiling": CEILING_CAPTION,
             "fairness": "Fairness: how evenly the consumers shared the acknowledged messages, per run (warm-up and "
                         "window): Jain's index (1 = equal shares, 1/n = one consumer did everything) and the "
                         "least / most a consumer did as a share of the mean; medians over the runs. Batched claims "

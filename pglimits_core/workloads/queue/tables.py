@@ -13,6 +13,7 @@ from pglimits_core.analysis.runs import busy_neighbour, by_role, entry_rows, mea
 from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 from pglimits_core.workloads.queue import health as queue_health
+from pglimits_core.workloads.queue.ceiling_tables import ceiling_table
 from pglimits_core.workloads.queue.drills import consumer_crash_tables as queue_consumer_crash
 from pglimits_core.workloads.queue.drills import recovery_tables as queue_recovery
 from pglimits_core.workloads.queue.durability_tables import (
@@ -277,4 +278,6 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables["recovery"] = queue_recovery.recovery_table(tables["recovery_drills"])
     tables["consumer_crash"] = queue_consumer_crash.consumer_crash_table(frame)
     tables["fairness"] = fairness_table(frame)
+    if not (ceiling := ceiling_table(frame)).empty:  # only where C-tool points were run
+        tables["ceiling"] = ceiling
     return tables
