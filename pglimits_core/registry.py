@@ -64,6 +64,8 @@ class Workload:
       (exit != 0) instead of being listed as unavailable while the others run.
     - ``after_restart(server, run)``: restores what a server that died mid-study lost (optional;
       ``studies.watch`` restarts it on its own data directory first).
+    - ``decisions(tables) -> list[analysis.decision.Cell]``: its cells of the decision matrix,
+      the best Postgres design against the dedicated system per scale and target (optional).
     """
 
     name: str
@@ -84,6 +86,8 @@ class Workload:
     #: ``after_restart(server, run)``: a server that died mid-study was restarted on its own
     #: data; bring back the state the next points need (reload, rebuild) — optional
     after_restart: Callable[[str, Any], None] | None = None
+    #: ``decisions(tables)``: its cells of the decision matrix (``analysis.decision``) — optional
+    decisions: Callable[[dict[str, Any]], list[Any]] | None = None
 
 
 def _entries() -> dict[str, str]:

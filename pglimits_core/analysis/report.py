@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.config import StudyPaths
+from pglimits_core.analysis.decision import matrix_table, workload_cells
+from pglimits_core.config import StudyPaths, current_host_id, results_dir
 from pglimits_core.plotting import html_report
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.record.records import load_records
@@ -190,6 +191,12 @@ SEED_INTRO = ("The source documents ran on other hardware, so their absolute num
               "from <code>docs/SOURCES.md</code>; ours are computed from the tables above.")
 
 
+DECISION_INTRO = ("Each cell faces the best Postgres design with the dedicated system and is judged by one rule "
+                  "(<code>analysis/verdict.py</code>): who set the limit, and a tie band of ×1.25. A "
+                  "client-bound or undecided side never wins; such a cell reads <i>not decided here</i>, with "
+                  "why. The rules are in <code>docs/METHODOLOGY.md</code> (\"How a cell is decided\").")
+
+
 def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
                    tables_dir: str = "") -> list[Section]:
     """Every section of the report, computed from the profile's run records: per workload of
@@ -200,9 +207,11 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
     require_complete(profile)  # an interrupted or failed study is not presented as a result
     paths = StudyPaths.for_profile(profile, runs_root, figures_dir, tables_dir)
     records = load_records(None, paths.runs)
-    results, reference, comparisons, notes = [], [], [], []
+    results, reference, comparisons, notes, cells = [], [], [], [], []
     for workload in workloads():
         outputs = build_outputs(workload, paths.runs, paths.figures, paths.tables)
+        if outputs.records:
+            cells += workload_cells(workload, outputs.tables, machine_of(paths.runs), paths.tables)
         if not outputs.records or workload.report_sections is None:
             continue
         shown, kept_for_later = workload.report_sections(outputs.tables, outputs.figure_paths)
@@ -215,7 +224,7 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
     _write_table(comparison, "report-seed-comparison", paths.tables)
     # Order: the results first (each workload's figures, then its tables), the source studies
     # beside them, what is missing; then how they were made (box, versions, ledger, settings).
-    return [*results,
+    return [*decision_sections(cells), *results,
             Section("Beside the source documents (ratios between systems)", [SEED_INTRO, *notes],
                     [("Seed headline figures vs this study", comparison)]),
             Section("What could not be run, and why", tables=[("Failed, interrupted and missing points",
@@ -229,6 +238,21 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
             *reference,
             Section("Full server settings", tables=[("As each server reported them", server_settings(records))],
                     collapsed=True)]
+
+
+def machine_of(runs: Path) -> str:
+    """The machine whose records ``runs`` holds: ``data/results/<host-id>/<profile>/runs`` names
+    it; anything else (``data/runs``) was measured here."""
+    inside = Path(runs).resolve().is_relative_to(results_dir().resolve())
+    return Path(runs).resolve().parent.parent.name if inside else current_host_id()
+
+
+def decision_sections(cells: list) -> list[Section]:
+    """The decision matrix first, when the workloads supply cells (``analysis.decision``)."""
+    if not cells:
+        return []
+    return [Section("The decision matrix", [DECISION_INTRO], [("One cell per workload × scale × target",
+                                                               matrix_table(cells))])]
 
 
 def _write_table(table: pd.DataFrame, name: str, directory: Path) -> None:

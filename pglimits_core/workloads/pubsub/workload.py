@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pglimits_core.registry import Chart, Workload
 from pglimits_core.workloads.pubsub import report
+from pglimits_core.workloads.pubsub.decision import decisions
 from pglimits_core.workloads.pubsub.plan import plan
 from pglimits_core.workloads.pubsub.profile import PubsubProfile
 from pglimits_core.workloads.pubsub.tables import all_tables, pubsub_frame
@@ -24,4 +25,5 @@ WORKLOAD = Workload(
     readme_lines=report.readme_lines,
     seed_comparison=report.seed_comparison,
     seed_notes=report.SEED_NOTES,
+    decisions=decisions,
 )

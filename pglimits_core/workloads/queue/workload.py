@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pglimits_core.registry import Chart, Workload
 from pglimits_core.workloads.queue import charts as figures
+from pglimits_core.workloads.queue.decision import decisions
 from pglimits_core.workloads.queue.drills.backup_tables import backup_chart, backup_tables
 from pglimits_core.workloads.queue.plan import plan
 from pglimits_core.workloads.queue.profile import QueueProfile
@@ -45,4 +46,5 @@ WORKLOAD = Workload(
     readme_lines=readme_lines,
     seed_comparison=comparison_table,
     seed_notes=SEED_NOTES,
+    decisions=decisions,
 )

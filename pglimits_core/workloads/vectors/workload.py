@@ -4,6 +4,7 @@ exact scan's cost, each engine's build cost and the dataset's difficulty."""
 from __future__ import annotations
 
 from pglimits_core.registry import Chart, Workload
+from pglimits_core.workloads.vectors.decision import decisions
 from pglimits_core.workloads.vectors.plan import plan
 from pglimits_core.workloads.vectors.profile import VectorsProfile
 from pglimits_core.workloads.vectors.report import (
@@ -34,4 +35,5 @@ WORKLOAD = Workload(
     readme_lines=readme_lines,
     seed_comparison=seed_comparison,
     seed_notes=SEED_NOTES,
+    decisions=decisions,
 )

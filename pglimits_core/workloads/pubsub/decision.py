@@ -1,0 +1,68 @@
+"""Pub/sub's cells of the decision matrix: per fan-out (subscribers) of the fan-out table, the most
+deliveries/s pg_notify reached flat out (closed loop) against redis_publish's, with the server's
+CPU per delivery."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from pglimits_core.analysis.decision import Cell, ratio_range, usable
+from pglimits_core.analysis.verdict import Side
+from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
+
+COLUMNS = ("variant", "subscribers", "publishers", "loop", "deliveries_per_s", "deliveries_per_s_range",
+           "server_cpu_ms_per_1k", "client_bound")
+
+
+def server_of(variant: str) -> str:
+    return SERVER_FOR.get(str(variant).split()[0], "")
+
+
+def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
+    fanout = tables.get("fanout")
+    if not usable(fanout, *COLUMNS):
+        return []
+    flat_out = fanout[fanout["loop"] == "closed"].dropna(subset=["deliveries_per_s"])
+    cells = []
+    for subscribers, rows in flat_out.groupby("subscribers", sort=True):
+        servers = rows["variant"].map(server_of)
+        pg, redis = _most(rows[servers == "postgres"]), _most(rows[servers == "redis"])
+        cells.append(Cell("pubsub", f"{subscribers:,.0f} subscriber{'s' if subscribers != 1 else ''}",
+                          "none (closed loop, flat out)", _side(pg), _side(redis), "fanout", unit="deliveries/s",
+                          figures=(_text(pg), _text(redis)), spread=_spread(pg, redis),
+                          missing="pg_notify not measured here" if pg is None else "redis_publish not measured here"))
+    return cells
+
+
+def _most(rows: pd.DataFrame) -> pd.Series | None:
+    return None if rows.empty else rows.loc[rows["deliveries_per_s"].idxmax()]
+
+
+def _side(row: pd.Series | None) -> Side | None:
+    if row is None:
+        return None
+    bound, cpu = row["client_bound"], row["server_cpu_ms_per_1k"]  # ms per 1,000 = µs per delivery
+    return Side(str(row["variant"]), float(row["deliveries_per_s"]), client_bound=None if pd.isna(bound) else bool(bound),
+                server_cpu_us_per_op=None if pd.isna(cpu) else float(cpu))
+
+
+def _range(row: pd.Series) -> tuple[float, float] | None:
+    """The runs' lowest and highest deliveries/s from the table's "median (low–high)" text."""
+    found = re.search(r"\(([\d.,]+)–([\d.,]+)\)", str(row["deliveries_per_s_range"]))
+    return None if found is None else tuple(float(x.replace(",", "")) for x in found.groups())
+
+
+def _spread(pg: pd.Series | None, redis: pd.Series | None) -> str:
+    ranges = [_range(row) for row in (pg, redis) if row is not None]
+    if len(ranges) < 2 or None in ranges:
+        return ""
+    return ratio_range(*ranges[0], *ranges[1])
+
+
+def _text(row: pd.Series | None) -> str:
+    if row is None:
+        return "—"
+    publishers = int(row["publishers"])
+    return f"{row['deliveries_per_s_range']} deliveries/s ({publishers} publisher{'s' if publishers != 1 else ''})"

@@ -1,0 +1,134 @@
+"""The queue's cells of the decision matrix: the best Postgres design against the Redis reliable
+queue, within one durability class wherever both were measured in it.
+
+- at each open-loop offered rate of the latency table, with end-to-end p99 ≤ 50 ms: the figure
+  is 1/p99 (higher is better), a design meets the target when most of its runs were sustained
+  within it (k of n);
+- the highest open-loop rate whose p99 met the bound (the cliff search);
+- peak closed-loop throughput (any consumer count).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pglimits_core.analysis.decision import Cell, ratio_range, usable
+from pglimits_core.analysis.verdict import Side
+from pglimits_core.workloads.queue.systems.registry import SERVER_FOR
+
+P99_TARGET_MS = 50.0
+TARGET = f"e2e p99 ≤ {P99_TARGET_MS:.0f} ms"
+DEDICATED = "redis"
+
+
+def server_of(variant: str) -> str:
+    """The server a variant's system runs on ("pg_delete batch=50" -> "postgres")."""
+    return SERVER_FOR.get(str(variant).split()[0], "")
+
+
+def client_bound(values: pd.Series) -> bool | None:
+    """One verdict for a design's runs: bound if any run was; not bound only if every run says so."""
+    known = values.dropna().astype(bool)
+    if known.any():
+        return True
+    return False if len(known) == len(values) and len(values) else None
+
+
+def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
+    return [*latency_cells(tables.get("latency")), *cliff_cells(tables.get("cliff")),
+            *peak_cells(tables.get("throughput"))]
+
+
+def _latency_design(variant: str, runs: pd.DataFrame) -> dict:
+    met = runs["sustained"].astype(bool) & (runs["e2e_p99_ms"] <= P99_TARGET_MS)
+    p99 = runs["e2e_p99_ms"].median()
+    return {"variant": variant, "met": int(met.sum()), "n": len(runs), "p99": p99,
+            "low": runs["e2e_p99_ms"].min(), "high": runs["e2e_p99_ms"].max(),
+            "side": Side(variant, 1000 / p99 if p99 else None, client_bound=client_bound(runs["client_bound"]))}
+
+
+def _best_latency(designs: list[dict]) -> dict | None:
+    """Most runs within the target, then the lowest median p99."""
+    return min(designs, key=lambda d: (-d["met"], d["p99"]), default=None)
+
+
+def latency_cells(latency: pd.DataFrame | None) -> list[Cell]:
+    if not usable(latency, "variant", "durability_class", "offered_per_s", "sustained", "e2e_p99_ms", "client_bound"):
+        return []
+    cells = []
+    for (rate, durability), rows in latency.groupby(["offered_per_s", "durability_class"], sort=True):
+        designs = [_latency_design(v, runs) for v, runs in rows.groupby("variant", sort=False)]
+        pg = _best_latency([d for d in designs if server_of(d["variant"]) == "postgres"])
+        ded = _best_latency([d for d in designs if server_of(d["variant"]) == DEDICATED])
+        if pg is None and ded is None:
+            continue
+        cells.append(_latency_cell(f"open loop {rate:,.0f} msg/s, durability {durability}", pg, ded))
+    return cells
+
+
+def _latency_cell(scale: str, pg: dict | None, ded: dict | None) -> Cell:
+    def shown(design):
+        if design is None:
+            return "—"
+        return f"p99 {design['p99']:,.1f} ms; {design['met']} of {design['n']} runs meet the target"
+
+    spread = "" if pg is None or ded is None else \
+        f"p99 {pg['low']:,.1f}–{pg['high']:,.1f} ms vs {ded['low']:,.1f}–{ded['high']:,.1f} ms over the runs"
+    missing = "no Postgres design in this durability class" if pg is None else "no Redis design in this durability class"
+    return Cell("queue", scale, TARGET, pg and pg["side"], ded and ded["side"], "latency",
+                figures=(shown(pg), shown(ded)), spread=spread,
+                postgres_meets=pg is not None and 2 * pg["met"] > pg["n"], missing=missing)
+
+
+def cliff_cells(cliff: pd.DataFrame | None) -> list[Cell]:
+    """The highest rate within the bound; the cliff search ran one design per system, so its
+    durability classes may differ (the cell says which)."""
+    if not usable(cliff, "variant", "durability_class", "sustainable_per_s", "client_bound"):
+        return []
+    rows = cliff.assign(rate=pd.to_numeric(cliff["sustainable_per_s"], errors="coerce")).dropna(subset=["rate"])
+    pg = _highest(rows[rows["variant"].map(server_of) == "postgres"], "rate")
+    ded = _highest(rows[rows["variant"].map(server_of) == DEDICATED], "rate")
+    if pg is None and ded is None:
+        return []
+    classes = " vs ".join(str(r["durability_class"]) for r in (pg, ded) if r is not None)
+    return [Cell("queue", f"highest open-loop rate within the bound (cliff search; durability {classes})",
+                 TARGET, _side(pg, "rate"), _side(ded, "rate"), "cliff", unit="msg/s",
+                 postgres_meets=pg is not None, missing="a side never met the bound")]
+
+
+def peak_cells(throughput: pd.DataFrame | None) -> list[Cell]:
+    if not usable(throughput, "variant", "durability_class", "jobs_per_s", "min_jobs_per_s", "max_jobs_per_s",
+                  "client_bound", "consumers"):
+        return []
+    cells = []
+    for durability, rows in throughput.groupby("durability_class", sort=False):
+        pg = _highest(rows[rows["variant"].map(server_of) == "postgres"], "jobs_per_s")
+        ded = _highest(rows[rows["variant"].map(server_of) == DEDICATED], "jobs_per_s")
+        if pg is None and ded is None:
+            continue
+        spread = "" if pg is None or ded is None else ratio_range(
+            pg["min_jobs_per_s"], pg["max_jobs_per_s"], ded["min_jobs_per_s"], ded["max_jobs_per_s"])
+        cells.append(Cell("queue", f"peak closed-loop throughput, durability {durability}", "none (flat out)",
+                          _side(pg, "jobs_per_s"), _side(ded, "jobs_per_s"), "throughput", unit="jobs/s",
+                          figures=(_peak_text(pg), _peak_text(ded)), spread=spread,
+                          missing="no Postgres design in this durability class" if pg is None
+                          else "no Redis design in this durability class"))
+    return cells
+
+
+def _highest(rows: pd.DataFrame, column: str) -> pd.Series | None:
+    return None if rows.empty else rows.loc[rows[column].idxmax()]
+
+
+def _side(row: pd.Series | None, column: str) -> Side | None:
+    if row is None:
+        return None
+    bound = row["client_bound"]
+    return Side(str(row["variant"]), float(row[column]), client_bound=None if pd.isna(bound) else bool(bound))
+
+
+def _peak_text(row: pd.Series | None) -> str:
+    if row is None:
+        return "—"
+    return f"{row['jobs_per_s']:,.0f} jobs/s ({row['min_jobs_per_s']:,.0f}–{row['max_jobs_per_s']:,.0f}, " \
+           f"{int(row['consumers'])} consumers)"
