@@ -229,7 +229,13 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
                     [("Seed headline figures vs this study", comparison)]),
             Section("What could not be run, and why", tables=[("Failed, interrupted and missing points",
                                                                 not_run_table(records, paths.runs, profile))]),
-            Section("Hardware", tables=[("The box (from the run manifests)", hardware_table(records)),
+            *how_it_was_made(records, reference)]
+
+
+def how_it_was_made(records: list[dict[str, Any]], reference: list[Section]) -> list[Section]:
+    """The box, the versions, the tuning ledger, the workloads' reference material, then every
+    server setting (folded)."""
+    return [Section("Hardware", tables=[("The box (from the run manifests)", hardware_table(records)),
                                         ("Method per experiment", method_table(records))]),
             Section("Versions", tables=[("Servers", server_versions(records)),
                                         ("Client libraries", client_versions(records))]),
