@@ -27,13 +27,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from pglimits_core.analysis.verdict import NOT_BY_HARNESS, NOT_COMPARABLE, Side, Verdict, decide
+from pglimits_core.analysis.verdict import (
+    BY_SERVER_CPU,
+    NOT_BY_HARNESS,
+    NOT_COMPARABLE,
+    Side,
+    Verdict,
+    decide,
+)
 
 DEDICATED_WINS = "dedicated wins"
 POSTGRES_AHEAD = "Postgres suffices (Postgres ahead)"
 POSTGRES_MEETS = "Postgres suffices (no measurable difference; Postgres meets the target)"
 NO_DIFFERENCE = "no measurable difference"
 NOT_DECIDED = "not decided here"
+NEITHER_MEETS = "neither meets the target here"
 MATRIX_NAME = "decision-matrix"
 
 
@@ -58,12 +66,14 @@ class Cell:
     spread: str = ""
     postgres_meets: bool | None = None  # Postgres meets the cell's target (None: no target)
     missing: str = ""
+    unjudged: str = ""  # why the two sides are not like for like (then never judged)
+    outcome: str = ""  # a target cell decided on "meets the target in k of n runs" (see target_outcome)
     machine: str = ""
     path: str = ""
 
     @property
     def verdict(self) -> Verdict | None:
-        if self.postgres is None or self.dedicated is None:
+        if self.postgres is None or self.dedicated is None or self.unjudged:
             return None
         return decide(self.postgres, self.dedicated)
 
@@ -71,6 +81,10 @@ class Cell:
 def words(cell: Cell) -> str:
     """The matrix's words for ``cell``'s verdict (see the module docstring)."""
     verdict = cell.verdict
+    if cell.unjudged:
+        return f"{NOT_DECIDED}: {cell.unjudged}"
+    if cell.outcome:
+        return cell.outcome
     if verdict is None:
         return f"{NOT_DECIDED}: {cell.missing or 'a side was not measured'}"
     if verdict.klass in (NOT_BY_HARNESS, NOT_COMPARABLE):
@@ -79,7 +93,31 @@ def words(cell: Cell) -> str:
         return DEDICATED_WINS
     if verdict.winner == cell.postgres.system:
         return POSTGRES_AHEAD
+    if (ahead := ahead_in_every_run(cell, verdict)) is not None:
+        return f"{NOT_DECIDED}: {ahead} ahead in every run, but its worst case is inside the tie band"
     return POSTGRES_MEETS if cell.postgres_meets else NO_DIFFERENCE
+
+
+def ahead_in_every_run(cell: Cell, verdict: Verdict) -> str | None:
+    """The side whose figure beat the other's in every pairing of runs although the worst pairing
+    is within the tie band: neither a win nor a tie ("no measurable difference" would hide it)."""
+    if verdict.spread is None:
+        return None
+    low, high = verdict.spread
+    if low > 1:
+        return cell.postgres.system
+    if high < 1:
+        return cell.dedicated.system
+    return None
+
+
+def target_outcome(postgres_meets: bool, dedicated_meets: bool) -> str:
+    """A latency-target cell where both sides were sustained: meeting the p99 target holds even
+    when the client was the limit (latency runs from the intended send time, so a slow client can
+    only add latency), so the target decides, not the rate."""
+    if postgres_meets:
+        return POSTGRES_MEETS if dedicated_meets else POSTGRES_AHEAD
+    return DEDICATED_WINS if dedicated_meets else NEITHER_MEETS
 
 
 def margin(cell: Cell) -> str:
@@ -97,6 +135,15 @@ def ratio_range(a_low: float, a_high: float, b_low: float, b_high: float) -> str
     if not all(pd.notna(x) and x for x in (a_low, a_high, b_low, b_high)):
         return ""
     return f"Postgres/dedicated ×{a_low / b_high:.2f}–×{a_high / b_low:.2f} over the runs' range"
+
+
+def _spread(verdict: Verdict | None) -> str:
+    """The deciding ratio's spread over the runs, as Postgres/dedicated (the one the rule judged)."""
+    if verdict is None or verdict.spread is None:
+        return ""
+    basis = "server CPU per op" if verdict.klass == BY_SERVER_CPU else "figure"
+    low, high = verdict.spread
+    return f"Postgres/dedicated ×{low:.2f}–×{high:.2f} ({basis}) over the runs' range"
 
 
 def usable(table: pd.DataFrame | None, *columns: str) -> bool:
@@ -124,7 +171,7 @@ def row(cell: Cell) -> dict[str, str]:
             "verdict": words(cell), "class": verdict.klass if verdict else "—",
             "postgres": cell.postgres.system if cell.postgres else "—", "postgres_figure": figures[0],
             "dedicated": cell.dedicated.system if cell.dedicated else "—", "dedicated_figure": figures[1],
-            "margin": margin(cell), "spread": cell.spread or "—",
+            "margin": margin(cell), "spread": _spread(verdict) or cell.spread or "—",
             "postgres_server_cpu_us_per_op": _cpu(cell.postgres),
             "dedicated_server_cpu_us_per_op": _cpu(cell.dedicated), "table": cell.path or cell.table}
 

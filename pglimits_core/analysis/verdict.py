@@ -15,7 +15,10 @@ both sides. Every comparison gets one class:
 - ``not comparable here``: a side cannot reach the compared rate on this box at all, even with
   nothing else running (so "differ" would describe the box, not the systems).
 
-A ratio within ``TIE_BAND`` of 1 is a tie: "no measurable difference".
+A ratio within ``TIE_BAND`` of 1 is a tie: "no measurable difference". Where the sides carry
+their runs' lowest and highest figures (``value_range``/``cpu_range``), the deciding ratio's spread
+runs from the worst case to the best, and a side wins only when the whole spread clears the band.
+A server-CPU comparison without per-run CPU figures names no winner: its worst case is unknown.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class Side:
     client_bound: bool | None = None  # None: no verdict (not recorded, or the CPU split untrusted)
     server_cpu_us_per_op: float | None = None
     reaches_rate: bool = True  # False: the compared rate is out of its reach on this box at all
+    value_range: tuple[float, float] | None = None  # the runs' lowest and highest ``value``
+    cpu_range: tuple[float, float] | None = None  # the runs' lowest and highest server µs per op
 
     @property
     def server_side(self) -> bool:
@@ -60,6 +65,7 @@ class Verdict:
     ratio: float | None  # a / b of the deciding figure (rate, or server CPU efficiency)
     winner: str | None  # the system ahead by more than the tie band; None for a tie or undecided
     why: str
+    spread: tuple[float, float] | None = None  # the deciding ratio's worst and best case over the runs
 
     def text(self) -> str:
         return f"{self.klass}: {self.why}"
@@ -72,21 +78,42 @@ def decide(a: Side, b: Side, tie_band: float = TIE_BAND) -> Verdict:
         return Verdict(NOT_COMPARABLE, None, None,
                        f"{' and '.join(unreachable)} cannot reach the compared rate on this box")
     if a.server_side and b.server_side and a.value and b.value:
-        ratio = a.value / b.value
-        return Verdict(AT_SERVER, ratio, _winner(a, b, ratio, tie_band), "both sides set by the server")
+        ratio, spread = a.value / b.value, _rate_spread(a, b)
+        return Verdict(AT_SERVER, ratio, _winner(a, b, ratio, tie_band, spread), "both sides set by the server",
+                       spread)
     if a.server_cpu_us_per_op and b.server_cpu_us_per_op:
         # fewer server microseconds per operation is better: efficiency ratio a/b
-        ratio = b.server_cpu_us_per_op / a.server_cpu_us_per_op
-        return Verdict(BY_SERVER_CPU, ratio, _winner(a, b, ratio, tie_band),
-                       f"server CPU per operation {a.server_cpu_us_per_op:,.0f} vs {b.server_cpu_us_per_op:,.0f} µs")
+        ratio, spread = b.server_cpu_us_per_op / a.server_cpu_us_per_op, _cpu_spread(a, b)
+        cpu = f"server CPU per operation {a.server_cpu_us_per_op:,.0f} vs {b.server_cpu_us_per_op:,.0f} µs"
+        if spread is None:
+            return Verdict(NOT_BY_HARNESS, None, None,
+                           f"{cpu}, but no per-run CPU figures show the worst case clears the tie band")
+        return Verdict(BY_SERVER_CPU, ratio, _winner(a, b, ratio, tie_band, spread), cpu, spread)
     limited = [side.system for side in (a, b) if not side.server_side]
     return Verdict(NOT_BY_HARNESS, None, None,
                    f"{' and '.join(limited)} client-bound or not judged; no server-side figure decides it")
 
 
-def _winner(a: Side, b: Side, ratio: float, tie_band: float) -> str | None:
-    if ratio >= tie_band:
+def _rate_spread(a: Side, b: Side) -> tuple[float, float] | None:
+    """a/b from the worst case (a's lowest over b's highest) to the best."""
+    if not (a.value_range and b.value_range and a.value_range[0] and b.value_range[0]):
+        return None
+    return a.value_range[0] / b.value_range[1], a.value_range[1] / b.value_range[0]
+
+
+def _cpu_spread(a: Side, b: Side) -> tuple[float, float] | None:
+    """b's CPU over a's (efficiency a/b) from the worst case (a's most µs, b's fewest) to the best."""
+    if not (a.cpu_range and b.cpu_range and a.cpu_range[0] and b.cpu_range[0]):
+        return None
+    return b.cpu_range[0] / a.cpu_range[1], b.cpu_range[1] / a.cpu_range[0]
+
+
+def _winner(a: Side, b: Side, ratio: float, tie_band: float,
+            spread: tuple[float, float] | None = None) -> str | None:
+    """The side ahead by more than the band; with a spread, only if its worst case is too."""
+    low, high = spread or (ratio, ratio)
+    if ratio >= tie_band and low >= tie_band:
         return a.system
-    if ratio <= 1 / tie_band:
+    if ratio <= 1 / tie_band and high <= 1 / tie_band:
         return b.system
     return None

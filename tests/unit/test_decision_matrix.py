@@ -67,8 +67,8 @@ def test_a_tie_without_a_target_met_is_no_measurable_difference(meets):
 
 
 def test_client_bound_sides_are_decided_by_server_cpu_per_operation():
-    decided = cell(Side("postgres", 9000, client_bound=True, server_cpu_us_per_op=40),
-                   Side("redis", 5000, client_bound=True, server_cpu_us_per_op=10))
+    decided = cell(Side("postgres", 9000, client_bound=True, server_cpu_us_per_op=40, cpu_range=(38, 42)),
+                   Side("redis", 5000, client_bound=True, server_cpu_us_per_op=10, cpu_range=(9, 11)))
     assert decided.verdict.klass == BY_SERVER_CPU and words(decided) == DEDICATED_WINS
     assert margin(decided) == "dedicated ×4.00 (server CPU per op)"
 
@@ -151,3 +151,80 @@ def test_a_workload_with_no_data_gives_undecided_cells_or_none(workload):
     for tables in (workload.tables(workload.frame([])), {}, {"latency": pd.DataFrame()}):
         for decided in workload.decisions(tables):
             assert words(decided).startswith(NOT_DECIDED)
+
+
+def queue_throughput(*rows) -> pd.DataFrame:
+    return pd.DataFrame([{"variant": v, "durability_class": "per_commit", "jobs_per_s": j, "min_jobs_per_s": lo,
+                          "max_jobs_per_s": hi, "client_bound": False, "consumers": 4} for v, j, lo, hi in rows])
+
+
+def test_queue_peak_compares_only_like_delivery_and_batch():
+    from pglimits_core.workloads.queue.decision import peak_cells
+
+    table = queue_throughput(("pg_delete batch=50", 27375, 22238, 28062), ("pg_skiplocked batch=10", 8890, 6942, 9255),
+                             ("pg_skiplocked batch=50", 20000, 19000, 21000),
+                             ("redis_reliable appendfsync=always batch=10 pipeline=10", 9458, 7692, 9980))
+    (decided,) = peak_cells(table)
+    assert decided.postgres.system == "pg_skiplocked batch=10" and words(decided) == NO_DIFFERENCE
+    (unlike,) = peak_cells(queue_throughput(("pg_delete batch=50", 27375, 22238, 28062),
+                                            ("redis_reliable batch=10", 9458, 7692, 9980)))
+    assert words(unlike) == f"{NOT_DECIDED}: not like for like (delivery / batch)" and unlike.verdict is None
+
+
+def test_queue_cliff_across_durability_classes_is_never_judged():
+    from pglimits_core.workloads.queue.decision import cliff_cells
+
+    cliff = pd.DataFrame([{"variant": "pg_delete batch=1", "durability_class": "per_commit", "sustainable_per_s": 688,
+                           "client_bound": False},
+                          {"variant": "redis_reliable batch=1", "durability_class": "none", "sustainable_per_s": 1812,
+                           "client_bound": False}])
+    (decided,) = cliff_cells(cliff)
+    assert words(decided) == f"{NOT_DECIDED}: different durability classes"
+    assert "batch=1 designs only" in decided.scale
+
+
+def test_vectors_use_the_sweeps_client_bound_verdict_and_decide_on_qps():
+    from pglimits_core.workloads.vectors.decision import decisions
+
+    matched = pd.DataFrame([{"target_recall": 0.95, "clients": 8, "variant": v, "ef": 64, "recall_mean": 0.97,
+                             "qps": q, "qps_min": lo, "qps_max": hi, "server_cpu_ms_per_query": c}
+                            for v, q, lo, hi, c in (("pgvector hnsw", 763.3, 615, 830, 2.15),
+                                                    ("qdrant hnsw", 945.7, 940, 950, 1.15))])
+    sweep = matched[["variant", "ef", "clients"]].assign(client_bound=False)
+    (decided,) = decisions({"matched": matched, "sweep": sweep})
+    assert decided.verdict.klass == AT_SERVER and decided.postgres.client_bound is False
+    # pgvector 615-830 against Qdrant 940-950: Qdrant ahead in every pairing of runs, by as little as
+    # x1.13 (inside the tie band): neither a win nor "no difference"
+    assert words(decided) == "not decided here: qdrant hnsw ahead in every run, but its worst case is inside the tie band"
+    assert margin(decided) == "dedicated ×1.24 (figure)"
+    overlapping = matched.assign(qps_min=[615, 600], qps_max=[830, 950])  # Qdrant's slowest run below pgvector's fastest
+    (tied,) = decisions({"matched": overlapping, "sweep": sweep})
+    assert words(tied) == POSTGRES_MEETS
+
+
+def test_the_spread_column_shows_the_deciding_ratios_spread():
+    decided = cell(Side("postgres", 3000, client_bound=False, value_range=(2900, 3100)),
+                   Side("redis", 1000, client_bound=False, value_range=(950, 1050)))
+    assert matrix_table([decided]).loc[0, "spread"].startswith("Postgres/dedicated ×2.76–×3.26 (figure)")
+
+
+def test_queue_latency_target_cells_are_decided_on_meeting_the_target_even_client_bound():
+    from pglimits_core.analysis.decision import NEITHER_MEETS
+    from pglimits_core.workloads.queue.decision import latency_cells
+
+    def runs(variant, p99s):
+        return [{"variant": variant, "durability_class": "per_commit", "offered_per_s": 1000, "sustained": True,
+                 "e2e_p99_ms": p99, "client_bound": True} for p99 in p99s]
+
+    def outcome(pg_p99s, redis_p99s):
+        (decided,) = latency_cells(pd.DataFrame(runs("pg_skiplocked batch=10", pg_p99s) + runs("redis_reliable", redis_p99s)))
+        return words(decided)
+
+    # delete-mode claims are at-most-once, the reliable queue at-least-once: never set side by side
+    (unlike,) = latency_cells(pd.DataFrame(runs("pg_delete batch=50", [23, 25, 33]) + runs("redis_reliable", [7, 9, 12])))
+    assert words(unlike) == "not decided here: not like for like (delivery guarantee)"
+
+    assert outcome([23, 25, 33], [7, 9, 12]) == POSTGRES_MEETS
+    assert outcome([60, 70, 80], [7, 9, 12]) == DEDICATED_WINS
+    assert outcome([23, 25, 33], [60, 70, 80]) == POSTGRES_AHEAD
+    assert outcome([60, 70, 80], [60, 70, 80]) == NEITHER_MEETS

@@ -30,8 +30,8 @@ def test_a_client_bound_c_tool_side_does_not_decide():
 
 
 def test_client_bound_sides_with_server_cpu_are_decided_by_cpu_per_operation():
-    verdict = decide(Side("pgvector", 700, client_bound=True, server_cpu_us_per_op=2470),
-                     Side("qdrant", 900, client_bound=True, server_cpu_us_per_op=1130))
+    verdict = decide(Side("pgvector", 700, client_bound=True, server_cpu_us_per_op=2470, cpu_range=(2400, 2500)),
+                     Side("qdrant", 900, client_bound=True, server_cpu_us_per_op=1130, cpu_range=(1100, 1200)))
     assert verdict.klass == BY_SERVER_CPU and verdict.winner == "qdrant"
     assert verdict.ratio == pytest.approx(1130 / 2470)
 
@@ -56,3 +56,29 @@ def test_a_side_that_cannot_reach_the_rate_is_not_comparable():
 def test_inside_the_tie_band_nobody_wins(a, b, winner):
     verdict = decide(Side("a", a, client_bound=False), Side("b", b, client_bound=False))
     assert verdict.winner == winner
+
+
+def test_a_rate_winner_needs_the_worst_case_of_the_spread_to_clear_the_band():
+    a = Side("a", 1300, client_bound=False, value_range=(1000, 1400))
+    b = Side("b", 1000, client_bound=False, value_range=(900, 1100))
+    verdict = decide(a, b)
+    assert verdict.spread == pytest.approx((1000 / 1100, 1400 / 900)) and verdict.winner is None
+    clear = decide(Side("a", 3000, client_bound=False, value_range=(2800, 3100)), b)
+    assert clear.winner == "a"
+
+
+def test_a_cpu_winner_needs_the_worst_case_of_the_cpu_spread_to_clear_the_band():
+    a = Side("a", 700, client_bound=True, server_cpu_us_per_op=2400, cpu_range=(1200, 2600))
+    b = Side("b", 900, client_bound=True, server_cpu_us_per_op=1100, cpu_range=(1000, 1300))
+    verdict = decide(a, b)
+    assert verdict.klass == BY_SERVER_CPU and verdict.winner is None
+    assert verdict.spread == pytest.approx((1000 / 2600, 1300 / 1200))
+    b_clear = Side("b", 900, client_bound=True, server_cpu_us_per_op=500, cpu_range=(450, 550))
+    assert decide(Side("a", 700, client_bound=True, server_cpu_us_per_op=2400, cpu_range=(2200, 2600)),
+                  b_clear).winner == "b"
+
+
+def test_a_cpu_comparison_without_per_run_cpu_names_no_winner():
+    verdict = decide(Side("a", 7, client_bound=True, server_cpu_us_per_op=120),
+                     Side("b", 9, client_bound=True, server_cpu_us_per_op=40))
+    assert verdict.klass == NOT_BY_HARNESS and verdict.winner is None and "per-run CPU" in verdict.why

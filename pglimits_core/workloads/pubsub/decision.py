@@ -44,8 +44,10 @@ def _side(row: pd.Series | None) -> Side | None:
     if row is None:
         return None
     bound, cpu = row["client_bound"], row["server_cpu_ms_per_1k"]  # ms per 1,000 = µs per delivery
+    # the table keeps only the runs' median CPU, so there is no cpu_range: a CPU-decided cell
+    # names no winner (its worst case is unknown)
     return Side(str(row["variant"]), float(row["deliveries_per_s"]), client_bound=None if pd.isna(bound) else bool(bound),
-                server_cpu_us_per_op=None if pd.isna(cpu) else float(cpu))
+                server_cpu_us_per_op=None if pd.isna(cpu) else float(cpu), value_range=_range(row))
 
 
 def _range(row: pd.Series) -> tuple[float, float] | None:

@@ -1,20 +1,24 @@
 """The queue's cells of the decision matrix: the best Postgres design against the Redis reliable
 queue, within one durability class wherever both were measured in it.
 
-- at each open-loop offered rate of the latency table, with end-to-end p99 ≤ 50 ms: the figure
-  is 1/p99 (higher is better), a design meets the target when most of its runs were sustained
-  within it (k of n);
+- at each open-loop offered rate of the latency table, with end-to-end p99 ≤ 50 ms: a design
+  meets the target when most of its runs were sustained within it (k of n), and the cell is
+  decided on that (``target_outcome``), even for client-bound runs;
 - the highest open-loop rate whose p99 met the bound (the cliff search);
-- peak closed-loop throughput (any consumer count).
+- peak closed-loop throughput (any consumer count), like for like only: the same delivery
+  guarantee (a DELETE claim is at-most-once, Redis's LMOVE+LREM at-least-once) and the same batch.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import pandas as pd
 
-from pglimits_core.analysis.decision import Cell, ratio_range, usable
+from pglimits_core.analysis.decision import Cell, target_outcome, usable
 from pglimits_core.analysis.verdict import Side
-from pglimits_core.workloads.queue.systems.registry import SERVER_FOR
+from pglimits_core.workloads.queue.systems.registry import REGISTRY, SERVER_FOR
 
 P99_TARGET_MS = 50.0
 TARGET = f"e2e p99 ≤ {P99_TARGET_MS:.0f} ms"
@@ -24,6 +28,16 @@ DEDICATED = "redis"
 def server_of(variant: str) -> str:
     """The server a variant's system runs on ("pg_delete batch=50" -> "postgres")."""
     return SERVER_FOR.get(str(variant).split()[0], "")
+
+
+def delivery_of(variant: str) -> str:
+    """The system's delivery guarantee ("at-least-once" / "at-most-once"), from its class."""
+    return REGISTRY.system_class(str(variant).split()[0]).delivery_guarantee
+
+
+def batch_of(variant: str) -> str:
+    found = re.search(r"\bbatch=(\d+)", str(variant))
+    return found.group(1) if found else ""
 
 
 def client_bound(values: pd.Series) -> bool | None:
@@ -58,11 +72,16 @@ def latency_cells(latency: pd.DataFrame | None) -> list[Cell]:
     cells = []
     for (rate, durability), rows in latency.groupby(["offered_per_s", "durability_class"], sort=True):
         designs = [_latency_design(v, runs) for v, runs in rows.groupby("variant", sort=False)]
-        pg = _best_latency([d for d in designs if server_of(d["variant"]) == "postgres"])
         ded = _best_latency([d for d in designs if server_of(d["variant"]) == DEDICATED])
-        if pg is None and ded is None:
+        on_pg = [d for d in designs if server_of(d["variant"]) == "postgres"]
+        alike = [d for d in on_pg if ded is None or delivery_of(d["variant"]) == delivery_of(ded["variant"])]
+        if not on_pg and ded is None:
             continue
-        cells.append(_latency_cell(f"open loop {rate:,.0f} msg/s, durability {durability}", pg, ded))
+        cell = _latency_cell(f"open loop {rate:,.0f} msg/s, durability {durability}",
+                             _best_latency(alike or on_pg), ded)
+        if on_pg and ded is not None and not alike:  # e.g. only at-most-once delete-mode against at-least-once
+            cell = replace(cell, unjudged="not like for like (delivery guarantee)", outcome="")
+        cells.append(cell)
     return cells
 
 
@@ -75,9 +94,11 @@ def _latency_cell(scale: str, pg: dict | None, ded: dict | None) -> Cell:
     spread = "" if pg is None or ded is None else \
         f"p99 {pg['low']:,.1f}–{pg['high']:,.1f} ms vs {ded['low']:,.1f}–{ded['high']:,.1f} ms over the runs"
     missing = "no Postgres design in this durability class" if pg is None else "no Redis design in this durability class"
+    meets = [d is not None and 2 * d["met"] > d["n"] for d in (pg, ded)]
+    outcome = "" if pg is None or ded is None else target_outcome(*meets)
     return Cell("queue", scale, TARGET, pg and pg["side"], ded and ded["side"], "latency",
-                figures=(shown(pg), shown(ded)), spread=spread,
-                postgres_meets=pg is not None and 2 * pg["met"] > pg["n"], missing=missing)
+                figures=(shown(pg), shown(ded)), spread=spread, postgres_meets=meets[0], missing=missing,
+                outcome=outcome)
 
 
 def cliff_cells(cliff: pd.DataFrame | None) -> list[Cell]:
@@ -90,10 +111,12 @@ def cliff_cells(cliff: pd.DataFrame | None) -> list[Cell]:
     ded = _highest(rows[rows["variant"].map(server_of) == DEDICATED], "rate")
     if pg is None and ded is None:
         return []
-    classes = " vs ".join(str(r["durability_class"]) for r in (pg, ded) if r is not None)
-    return [Cell("queue", f"highest open-loop rate within the bound (cliff search; durability {classes})",
-                 TARGET, _side(pg, "rate"), _side(ded, "rate"), "cliff", unit="msg/s",
-                 postgres_meets=pg is not None, missing="a side never met the bound")]
+    classes = [str(r["durability_class"]) for r in (pg, ded) if r is not None]
+    unjudged = "different durability classes" if len(set(classes)) > 1 else ""
+    return [Cell("queue", f"highest open-loop rate within the bound (cliff search, batch=1 designs only; "
+                 f"durability {' vs '.join(classes)})", TARGET, _side(pg, "rate"), _side(ded, "rate"), "cliff",
+                 unit="msg/s", postgres_meets=pg is not None, missing="a side never met the bound",
+                 unjudged=unjudged)]
 
 
 def peak_cells(throughput: pd.DataFrame | None) -> list[Cell]:
@@ -102,18 +125,32 @@ def peak_cells(throughput: pd.DataFrame | None) -> list[Cell]:
         return []
     cells = []
     for durability, rows in throughput.groupby("durability_class", sort=False):
-        pg = _highest(rows[rows["variant"].map(server_of) == "postgres"], "jobs_per_s")
         ded = _highest(rows[rows["variant"].map(server_of) == DEDICATED], "jobs_per_s")
+        on_pg = rows[rows["variant"].map(server_of) == "postgres"]
+        alike = _like_for_like(on_pg, ded)
+        pg = _highest(on_pg if alike is None else alike, "jobs_per_s")
         if pg is None and ded is None:
             continue
-        spread = "" if pg is None or ded is None else ratio_range(
-            pg["min_jobs_per_s"], pg["max_jobs_per_s"], ded["min_jobs_per_s"], ded["max_jobs_per_s"])
         cells.append(Cell("queue", f"peak closed-loop throughput, durability {durability}", "none (flat out)",
                           _side(pg, "jobs_per_s"), _side(ded, "jobs_per_s"), "throughput", unit="jobs/s",
-                          figures=(_peak_text(pg), _peak_text(ded)), spread=spread,
+                          figures=(_peak_text(pg), _peak_text(ded)),
                           missing="no Postgres design in this durability class" if pg is None
-                          else "no Redis design in this durability class"))
+                          else "no Redis design in this durability class",
+                          unjudged="not like for like (delivery / batch)" if alike is None and pg is not None
+                          and ded is not None else ""))
     return cells
+
+
+def _like_for_like(on_pg: pd.DataFrame, ded: pd.Series | None) -> pd.DataFrame | None:
+    """The Postgres designs with the dedicated design's delivery guarantee and (where both have
+    one) its batch size; None when there are none."""
+    if ded is None or on_pg.empty:
+        return None
+    variants = on_pg["variant"]
+    same = variants.map(delivery_of) == delivery_of(ded["variant"])
+    if batch_of(ded["variant"]):
+        same &= variants.map(batch_of).isin([batch_of(ded["variant"]), ""])
+    return on_pg[same] if same.any() else None
 
 
 def _highest(rows: pd.DataFrame, column: str) -> pd.Series | None:
@@ -124,7 +161,9 @@ def _side(row: pd.Series | None, column: str) -> Side | None:
     if row is None:
         return None
     bound = row["client_bound"]
-    return Side(str(row["variant"]), float(row[column]), client_bound=None if pd.isna(bound) else bool(bound))
+    spread = (float(row["min_jobs_per_s"]), float(row["max_jobs_per_s"])) if "min_jobs_per_s" in row else None
+    return Side(str(row["variant"]), float(row[column]), client_bound=None if pd.isna(bound) else bool(bound),
+                value_range=spread)
 
 
 def _peak_text(row: pd.Series | None) -> str:

@@ -40,7 +40,7 @@ def _side(row: pd.Series | None) -> Side | None:
     cpu = row["server_cpu_pct"] / 100 * 1e6 / row["qps"] if pd.notna(row["server_cpu_pct"]) and row["qps"] else None
     bound = row["client_bound"]
     return Side(str(row["variant"]), float(row["qps"]), client_bound=None if pd.isna(bound) else bool(bound),
-                server_cpu_us_per_op=cpu)
+                server_cpu_us_per_op=cpu, value_range=(float(row["min_qps"]), float(row["max_qps"])))
 
 
 def _cell(stream: str, clients, pg: pd.Series | None, lucene: pd.Series | None) -> Cell:

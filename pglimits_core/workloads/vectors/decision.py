@@ -1,12 +1,13 @@
 """Vectors' cells of the decision matrix: per recall target of the matched table (and client
 count), the fastest Postgres index that reaches the recall against the fastest Qdrant one, with
-the server's CPU per query (the table has no client-bound verdict, so the rule decides on it)."""
+each point's client-bound verdict from the sweep table (the rule decides on QPS when both are
+server-side) and the server's CPU per query."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from pglimits_core.analysis.decision import Cell, ratio_range, usable
+from pglimits_core.analysis.decision import Cell, usable
 from pglimits_core.analysis.verdict import Side
 from pglimits_core.workloads.vectors.systems.registry import SERVER_FOR
 
@@ -18,20 +19,21 @@ def server_of(variant: str) -> str:
 
 
 def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
-    matched = tables.get("matched")
+    matched, sweep = tables.get("matched"), tables.get("sweep")
     if not usable(matched, *COLUMNS):
         return []
+    if usable(sweep, "variant", "ef", "clients", "client_bound"):
+        matched = matched.merge(sweep[["variant", "ef", "clients", "client_bound"]], how="left",
+                                on=["variant", "ef", "clients"])
     cells = []
     for (target, clients), rows in matched.groupby(["target_recall", "clients"], sort=True):
         reached = rows[rows["recall_mean"] >= target].dropna(subset=["qps"])
         servers = reached["variant"].map(server_of)
         pg = _fastest(reached[servers == "postgres"])
         qdrant = _fastest(reached[servers == "qdrant"])
-        spread = "" if pg is None or qdrant is None else \
-            ratio_range(pg["qps_min"], pg["qps_max"], qdrant["qps_min"], qdrant["qps_max"])
         cells.append(Cell("vectors", f"{clients} client{'s' if clients != 1 else ''}", f"recall ≥ {target:.2f}",
                           _side(pg), _side(qdrant), "matched", unit="QPS", figures=(_text(pg), _text(qdrant)),
-                          spread=spread, postgres_meets=pg is not None,
+                          postgres_meets=pg is not None,
                           missing="no Postgres index reached the recall" if pg is None
                           else "no Qdrant index reached the recall"))
     return cells
@@ -44,8 +46,10 @@ def _fastest(rows: pd.DataFrame) -> pd.Series | None:
 def _side(row: pd.Series | None) -> Side | None:
     if row is None:
         return None
-    cpu = row["server_cpu_ms_per_query"]
-    return Side(str(row["variant"]), float(row["qps"]), server_cpu_us_per_op=None if pd.isna(cpu) else cpu * 1000)
+    cpu, bound = row["server_cpu_ms_per_query"], row.get("client_bound")
+    return Side(str(row["variant"]), float(row["qps"]), client_bound=None if pd.isna(bound) else bool(bound),
+                server_cpu_us_per_op=None if pd.isna(cpu) else cpu * 1000,
+                value_range=(float(row["qps_min"]), float(row["qps_max"])))
 
 
 def _text(row: pd.Series | None) -> str:
