@@ -137,7 +137,7 @@ def _finish_tool_run(run_dir: RunDirectory, server: str, frame: Any, result: Any
                      client_cores: int) -> RecordedRun:
     """Summary, verdict, samplers and status of a tool run; ``extra`` may fail it (``error``)."""
     summary = run_dir.write_result(result)
-    verdict = cpu_verdict(server, frame, client_cores)
+    verdict = unseen_client(cpu_verdict(server, frame, client_cores))
     update = {**verdict, "params": {**run_dir.manifest.params, "outcome": extra}}
     run_dir.manifest = run_dir.manifest.model_copy(update=update)
     _write_samplers(run_dir.path, frame)
@@ -146,6 +146,18 @@ def _finish_tool_run(run_dir: RunDirectory, server: str, frame: Any, result: Any
         status, error = "failed", "; ".join(e for e in (error, extra["error"]) if e)
     run_dir.finish(status, error)
     return RecordedRun(run_dir.final_path, summary, status, error, extra)
+
+
+UNSEEN_CLIENT = ("cannot tell: the tool's commands ended between the sampler's one-second readings, "
+                 "so its client CPU was not measured")
+
+
+def unseen_client(verdict: dict[str, Any]) -> dict[str, Any]:
+    """A tool whose every command ran shorter than the sampler's interval shows 0 % client CPU:
+    that is not a measurement, so no client-bound verdict is drawn from it."""
+    if verdict.get("cpu", {}).get("client_cpu_pct_median"):
+        return verdict
+    return {**verdict, "client_bound": None, "client_bound_reason": UNSEEN_CLIENT}
 
 
 def cpu_verdict(server: str, frame: Any, workers: int) -> dict[str, Any]:
