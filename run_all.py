@@ -45,10 +45,13 @@ from pglimits_core.studies.status import (
     PENDING,
     RUNNING,
     executed_dir,
+    other_machine,
     read_status,
     set_status,
+    this_machine,
 )
 from pglimits_core.studies.study import read_outcome
+from pglimits_core.studies.timing import breakdown_lines
 
 REPORT = "90-report"  # always last: it reads the run records the workload notebooks wrote
 
@@ -214,7 +217,7 @@ def stop_orphans() -> None:
 def run(args: argparse.Namespace, names: list[str]) -> int:
     owner = ownership.claim_ownership(take_over=True)  # the kernels, servers, workers are this run's
     status = read_status(args.profile)
-    fresh = not args.resume or args.force
+    fresh = not args.resume or args.force or started_elsewhere(status)
     # nothing a fresh run reruns may read as complete before it is — nor the report, which
     # describes the records a fresh run moves aside
     for name in dict.fromkeys([*names, REPORT]) if fresh else []:
@@ -230,12 +233,13 @@ def run(args: argparse.Namespace, names: list[str]) -> int:
             print(f"[{index}/{len(names)}] {name}: was {status[name]['status']} last time; running it again")
         ran_something = True
         print(f"[{index}/{len(names)}] {name}: running with profile {args.profile} ...", flush=True)
-        set_status(args.profile, name, status=RUNNING, owner=owner)
+        set_status(args.profile, name, status=RUNNING, owner=owner, host=this_machine())
         result, error, elapsed = execute(name, args.profile, args.figures_dir, resume=not fresh)
         result, failing = with_failed_points(result, args.profile, name)
         status = set_status(args.profile, name, status=result, error=error, elapsed_s=round(elapsed, 1),
-                            failed_points=len(failing))
+                            failed_points=len(failing), host=this_machine())
         print(f"[{index}/{len(names)}] {name}: {result} in {elapsed:.0f}s" + (f" — {error}" if error else ""))
+        print_time_breakdown(args.profile, name)
     failed = {n: s for n, s in status.items() if n in names and s["status"] != COMPLETE}
     print(f"run_all: {len(names) - len(failed)} of {len(names)} notebooks complete; executed copies in "
           f"{executed_dir(args.profile)}; figures in {args.figures_dir or profile_figures_dir(args.profile)}; "
@@ -246,6 +250,15 @@ def run(args: argparse.Namespace, names: list[str]) -> int:
     if args.profile == "full" and not failed:  # the one profile whose results are committed
         print("run_all: to commit these results and refresh the README block: make results")
     return 1 if failed else 0
+
+
+def started_elsewhere(status: dict[str, dict]) -> bool:
+    """True (and says why) when ``--resume`` finds an earlier run from another machine."""
+    other = other_machine(status)
+    if other:
+        print(f"run_all: the earlier run was on {other}, this machine is {this_machine()}: starting over "
+              "(one study's records come from one machine)")
+    return bool(other)
 
 
 def workload_of(notebook: str) -> str | None:
@@ -265,6 +278,14 @@ def with_failed_points(result: str, profile: str, notebook: str) -> tuple[str, l
     ``failed points``, and ``--resume`` measures exactly those points again."""
     failing = failing_points(profile, notebook) if result == COMPLETE else []
     return (FAILED_POINTS if failing else result), failing
+
+
+def print_time_breakdown(profile: str, notebook: str) -> None:
+    """Where the notebook's study spent its time, per experiment (studies.timing)."""
+    name = workload_of(notebook)
+    outcome = read_outcome(profile_runs_dir(profile), name) if name else None
+    for line in breakdown_lines(name, outcome) if outcome else []:
+        print(line)
 
 
 def print_failed_points(profile: str, notebooks: list[str]) -> None:

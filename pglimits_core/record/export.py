@@ -67,13 +67,40 @@ def export_runs(profile: str, source: Path | None = None) -> Path:
         for name in EXPORTED_FILES:
             if (run / name).exists():
                 shutil.copy2(run / name, target / run.name / name)
+    for outcome in source.glob("*.outcome.json"):  # what each study could not measure, and its timings
+        shutil.copy2(outcome, target / outcome.name)
     return target
+
+
+#: an executed notebook larger than this is not committed (the repository's per-file limit)
+NOTEBOOK_LIMIT_BYTES = 5 * 2**20
+
+
+def export_notebooks(profile: str) -> list[str]:
+    """Copy the profile's executed notebooks (with their outputs: tables and figures a reader
+    browsing the repository sees) next to its runs; one too large to commit is named, not copied."""
+    from pglimits_core.studies.status import executed_dir
+
+    target = profile_results_dir(profile) / "notebooks"
+    shutil.rmtree(target, ignore_errors=True)
+    copied = []
+    for notebook in sorted(executed_dir(profile).glob("*.ipynb")):
+        if notebook.stat().st_size > NOTEBOOK_LIMIT_BYTES:
+            print(f"export: {notebook.name} is {notebook.stat().st_size / 2**20:.1f} MiB, over the "
+                  f"{NOTEBOOK_LIMIT_BYTES / 2**20:.0f} MiB a committed file may be: not exported")
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(notebook, target / notebook.name)
+        copied.append(notebook.name)
+    return copied
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="full")
     try:
-        print(export_runs(parser.parse_args().profile))
+        profile = parser.parse_args().profile
+        print(export_runs(profile))
+        print(f"executed notebooks exported: {', '.join(export_notebooks(profile)) or 'none'}")
     except PGLimitsError as exc:
         raise SystemExit(f"export: error: {exc}") from None

@@ -23,6 +23,7 @@ from pglimits_core.samplers import HostSampler, SamplerSet
 from pglimits_core.samplers.classify import cpu_sum_error, host_frame_verdict
 from pglimits_core.servers.base import Endpoint
 from pglimits_core.servers.registry import server_class
+from pglimits_core.studies.timing import stopwatch
 
 
 @dataclass
@@ -57,6 +58,7 @@ class RecordedRun:
     status: str
     error: str | None
     extra: dict[str, Any]
+    load_s: float | None = None  # seconds the load driver or C tool ran (studies.timing)
 
 
 def open_record(ctx: Context, study: str, system: str, server: str, name: str, params: dict[str, Any],
@@ -92,7 +94,7 @@ def run_recorded(ctx: Context, study: str, system: str, variant: str, server: st
         tuning_ledger=description.get("settings", {}).get("tuning_ledger", []),
         host=ctx.host, harness_ceiling=ctx.ceilings.get(server, {}))
     with RunDirectory.create(manifest, ctx.runs_root) as run_dir:
-        with SamplerSet(samplers_for(server, ctx.endpoints[server], tables)) as samplers:
+        with SamplerSet(samplers_for(server, ctx.endpoints[server], tables)) as samplers, stopwatch() as loaded:
             result = run_load(spec)
         frame = samplers.dataframe()
         extra = after(result) if after else {}
@@ -104,7 +106,7 @@ def run_recorded(ctx: Context, study: str, system: str, variant: str, server: st
         _write_samplers(run_dir.path, frame)
         status, error = with_cpu_check(result.status, result.error, verdict["cpu"])
         run_dir.finish(status, error)
-    return RecordedRun(run_dir.final_path, summary, status, error, extra)
+    return RecordedRun(run_dir.final_path, summary, status, error, extra, loaded["s"])
 
 
 def run_tool_recorded(ctx: Context, study: str, system: str, variant: str, server: str, load: Any,
@@ -127,10 +129,13 @@ def run_tool_recorded(ctx: Context, study: str, system: str, variant: str, serve
     with RunDirectory.create(manifest, ctx.runs_root) as run_dir, \
             tempfile.TemporaryDirectory(prefix=f"{load.tool}-") as scratch:
         process = ToolProcess(Path(scratch))
-        with SamplerSet(samplers_for(server, ctx.endpoints[server], tables, process.pids)) as samplers:
+        with SamplerSet(samplers_for(server, ctx.endpoints[server], tables, process.pids)) as samplers, \
+                stopwatch() as loaded:
             result = load.run(process)
         extra = after(result) if after else {}
-        return _finish_tool_run(run_dir, server, samplers.dataframe(), result, extra, load.client_cores)
+        recorded = _finish_tool_run(run_dir, server, samplers.dataframe(), result, extra, load.client_cores)
+        recorded.load_s = loaded["s"]
+        return recorded
 
 
 def _finish_tool_run(run_dir: RunDirectory, server: str, frame: Any, result: Any, extra: dict[str, Any],

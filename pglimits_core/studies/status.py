@@ -60,6 +60,20 @@ def set_status(profile: str, name: str, **entry) -> dict[str, dict]:
     return status
 
 
+def this_machine() -> str:
+    from pglimits_core.samplers.host_facts import host_id
+
+    return host_id()
+
+
+def other_machine(status: dict[str, dict]) -> str | None:
+    """The machine an earlier run's entries were written on, when it is not this one: resuming
+    there would set one machine's records beside another's in one study, so it starts over."""
+    here = this_machine()
+    hosts = {entry["host"] for entry in status.values() if entry.get("host")}
+    return next((host for host in sorted(hosts) if host != here), None)
+
+
 def require_complete(profile: str) -> None:
     """Refuse to present a profile whose study did not finish: a one-line error naming the
     notebooks that are not complete and the command that finishes them. The notebook running

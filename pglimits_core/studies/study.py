@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from pglimits_core.config import profile_runs_dir, state_dir
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.studies.causes import FAILING_CAUSES, cause_of
 from pglimits_core.studies.runner import Context, RecordedRun
+from pglimits_core.studies.timing import PointTime, load_seconds, stopwatch
 from pglimits_core.studies.watch import ServerWatch
 
 
@@ -71,6 +73,9 @@ class Outcome:
     reused: int = 0
     #: servers that died while the study ran (``watch.Death.to_dict()``), restarted or not
     deaths: list[dict[str, Any]] = field(default_factory=list)
+    #: every point's wall and under-load seconds (``timing.PointTime.to_dict()``), and the servers' start
+    timings: list[dict[str, Any]] = field(default_factory=list)
+    servers_start_s: float | None = None
     _explained: set[str] = field(default_factory=set, repr=False)  # failed runs a death explains
 
     def explain_failed_runs(self, point: Point, result: Any, watch: ServerWatch) -> None:
@@ -95,7 +100,8 @@ class Outcome:
                         "cause": cause_of(r.error or "")} for r in self.runs
                        if r.status != "complete" and r.path.name not in self._explained]
         return {"failures": self.failures + failed_runs, "deaths": self.deaths,
-                "unavailable": self.unavailable, "reused": self.reused, "runs": len(self.runs)}
+                "unavailable": self.unavailable, "reused": self.reused, "runs": len(self.runs),
+                "timings": self.timings, "servers_start_s": self.servers_start_s}
 
     def keep(self, point: Point, result: Any) -> None:
         if isinstance(result, RecordedRun):
@@ -131,10 +137,12 @@ def run_points(points: list[Point], run: StudyRun, title: str, progress: bool = 
             outcome.failures.append(_failure(point, f"not run: {reason}"))
             continue
         try:
-            result = point.call(run)
+            with stopwatch() as took:
+                result = point.call(run)
         except Exception as exc:  # one system failing must not stop the others
             outcome.failures.append(_failure(point, watch.explain(point.server, exc), exc))
             continue
+        outcome.timings.append(PointTime(point.experiment, point.label, took["s"], load_seconds(result)).to_dict())
         outcome.keep(point, result)
         outcome.explain_failed_runs(point, result, watch)
     outcome.deaths = [death.to_dict() for death in watch.deaths]
@@ -187,19 +195,27 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
     root = profile_runs_dir(profile_name, runs_root)
     if not resume and (moved := supersede_runs(root, workload.name, profile_name)):
         print(f"earlier {workload.name} records of profile {profile_name} moved to {moved}", file=sys.stderr)
+    starting = time.monotonic()
     with study_servers(planned_servers(points), external=profile.external, options=options) as fleet:
-        if workload.require_servers and fleet.unavailable:
-            name, reason = next(iter(fleet.unavailable.items()))
-            raise PGLimitsError(f"{workload.name} study: server {name} is not up: {reason}",
-                                "fix that server (`pglimits doctor`), or drop its variants from the profile")
+        servers_start_s = time.monotonic() - starting
+        require_servers(workload, fleet)
         ctx = build_context(fleet, runs_root=root)
         ctx.done = DoneRuns(root, workload.name) if resume else None
         outcome = run_points(points, StudyRun(ctx, fleet, profile.seed), f"{workload.name} study", progress,
                              after_restart=workload.after_restart)
     outcome.unavailable = dict(fleet.unavailable)
+    outcome.servers_start_s = round(servers_start_s, 1)
     outcome.reused = ctx.done.reused if ctx.done else 0
     write_outcome(root, workload.name, outcome)
     return outcome
+
+
+def require_servers(workload: Any, fleet: Any) -> None:
+    """A workload that needs all its servers stops here, naming the first that is not up."""
+    if workload.require_servers and fleet.unavailable:
+        name, reason = next(iter(fleet.unavailable.items()))
+        raise PGLimitsError(f"{workload.name} study: server {name} is not up: {reason}",
+                            "fix that server (`pglimits doctor`), or drop its variants from the profile")
 
 
 def outcome_path(runs_root: Path, workload_name: str) -> Path:
