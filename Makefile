@@ -16,11 +16,11 @@ setup: ## install everything missing (apt, pip, server binaries); idempotent
 study: setup ## run the study end to end for PROFILE (default quick): servers, workloads, figures, report
 	$(PY) run_all.py --profile $(PROFILE)
 
-results: setup ## after `make study PROFILE=full`: copy its run summaries into data/results/<host-id>/full/ and regenerate the README results block
+results: setup ## after `make study PROFILE=full`: copy its run summaries into data/results/<host-id>/full/ and regenerate docs/RESULTS.md, the decision matrix and the README answer
 	$(PY) -m pglimits_core.record.export --profile full
 	$(PY) -m pglimits_core.analysis.readme_results --profile full
 
-figures: setup ## regenerate every committed figure and table from the committed runs (data/results/<host>/full/runs); README untouched
+figures: setup ## regenerate every committed figure and table from the committed runs (data/results/<host>/full/runs); README and docs untouched
 	$(PY) -m pglimits_core.analysis.outputs --profile full
 
 datasets: setup ## build PROFILE's seeded corpus and vectors with exact ground truth (data/datasets/, reused when built)

@@ -24,6 +24,8 @@ WORKLOADS: dict[str, str] = {
     "search": "pglimits_core.workloads.search.workload:WORKLOAD",
     "pubsub": "pglimits_core.workloads.pubsub.workload:WORKLOAD",
     "vectors": "pglimits_core.workloads.vectors.workload:WORKLOAD",
+    # last: its bystanders reuse the search and vector studies' data and the queue study's rate
+    "interference": "pglimits_core.workloads.interference.workload:WORKLOAD",
 }
 EXTRA_ENV = "PGLIMITS_WORKLOADS"
 

@@ -51,8 +51,26 @@ install_servers() {
   .venv/bin/pglimits servers install
 }
 
+VEGETA_VERSION=v12.13.0   # the HTTP load tool of the search ceiling (Go module, built from the Go module proxy)
+TOOLS_BIN=.tools/bin
+
+install_vegeta() {
+  # pinned: skip when .tools/bin/vegeta is already this version (read from the binary's build info)
+  if [ -x "$TOOLS_BIN/vegeta" ] && grep -aq "mod.github.com/tsenart/vegeta/v12.${VEGETA_VERSION}" "$TOOLS_BIN/vegeta"; then
+    return
+  fi
+  if ! command -v go >/dev/null; then
+    log "go not found: vegeta not installed, the search study's HTTP ceilings will be reported unavailable"
+    return
+  fi
+  log "vegeta ${VEGETA_VERSION} (go install into ${TOOLS_BIN})"
+  mkdir -p "$TOOLS_BIN"
+  GOBIN="$PWD/$TOOLS_BIN" go install "github.com/tsenart/vegeta/v12@${VEGETA_VERSION}"
+}
+
 install_apt
 check_java
 install_python
 install_servers
+install_vegeta
 log "done — .venv/bin/pglimits doctor shows what is installed"

@@ -1,10 +1,12 @@
-"""The README's results block, generated from committed run records — never typed by hand.
+"""The generated parts of README.md and docs/RESULTS.md, from committed run records — never typed.
 
 ``make study PROFILE=full`` runs the study; ``python -m pglimits_core.record.export --profile full``
 copies its runs into ``data/results/<host-id>/full/runs``; ``python -m
-pglimits_core.analysis.readme_results --profile full`` then rewrites the text between the two
-markers in README.md: per workload of the registry, the hardware line, its own headline lines
-(``Workload.readme_lines``), its figures, and links to the full tables and report.
+pglimits_core.analysis.readme_results --profile full`` then rewrites the text between markers:
+in README.md the answer (``analysis.answer``: the decision matrix in brief), in docs/RESULTS.md
+the results block — per workload of the registry, the hardware line, its own headline lines
+(``Workload.readme_lines``), its figures, and links to the full tables and report — and the full
+decision matrix in ``data/results/``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from pglimits_core.record.export import committed_host, committed_hosts
 from pglimits_core.registry import workloads
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
+RESULTS_DOC = PROJECT_ROOT / "docs" / "RESULTS.md"
+USAGE_DOC = PROJECT_ROOT / "docs" / "USAGE.md"
+TIME_START, TIME_END = "<!-- time:start -->", "<!-- time:end -->"
+# docs/RESULTS.md links the figures from its own folder
+RESULTS_LINK_PREFIX = "../"
 
 
 def hardware_line(records: list[dict]) -> str:
@@ -32,7 +39,8 @@ def hardware_line(records: list[dict]) -> str:
             f"{fsync.get('median_us', float('nan')):.0f} µs; git {str(git.get('sha'))[:10]}{dirty}")
 
 
-def results_block(profile: str, host: str | None = None, write: bool = True) -> str:
+def results_block(profile: str, host: str | None = None, write: bool = True,
+                  link_prefix: str = RESULTS_LINK_PREFIX) -> str:
     """From the *committed* records (``data/results/<host-id>/<profile>/runs``), so a fresh
     clone can regenerate exactly this block: one part per workload with records, in study order,
     each from the machine that has its records (``host``: that machine for every workload).
@@ -48,11 +56,11 @@ def results_block(profile: str, host: str | None = None, write: bool = True) -> 
         if workload.readme_lines is None or not committed_hosts(profile, workload.name):
             continue
         paths = StudyPaths.committed(profile, committed_host(profile, host, nearest=True, study=workload.name))
-        lines += workload_lines(workload, profile, paths, write)
+        lines += workload_lines(workload, profile, paths, write, link_prefix)
     return "\n".join([*lines, END])
 
 
-def workload_lines(workload, profile: str, paths: StudyPaths, write: bool = True) -> list[str]:
+def workload_lines(workload, profile: str, paths: StudyPaths, write: bool = True, link_prefix: str = "") -> list[str]:
     """Heading, hardware, the workload's own lines, its figures. Tables and figures are
     recomputed into the committed places, so the block and the files agree."""
     outputs = build_outputs(workload, paths.runs, paths.figures if write else None, paths.tables if write else None)
@@ -63,17 +71,44 @@ def workload_lines(workload, profile: str, paths: StudyPaths, write: bool = True
     lines = [f"### {workload.title} results (profile `{profile}`, machine `{paths.runs.parent.parent.name}`, "
              "generated from its run records)", "", f"Hardware: {hardware_line(outputs.records)}.", ""]
     lines += workload.readme_lines(outputs.tables, links)
-    return lines + [f"![{name}]({repo_relative(paths.figures)}/{name}.png)" for name in outputs.figures]
+    return lines + [f"![{name}]({link_prefix}{repo_relative(paths.figures)}/{name}.png)" for name in outputs.figures]
 
 
-def update_readme(block: str, readme: Path = PROJECT_ROOT / "README.md") -> None:
+def update_readme(block: str, readme: Path = RESULTS_DOC, start: str = START, end: str = END) -> None:
+    """Replace the text between ``start`` and ``end`` (the markers are the block's own first and
+    last lines); a file without them gets the block appended under a Results heading."""
     text = readme.read_text()
-    if START in text:
-        before, rest = text.split(START, 1)
-        text = before + block + rest.split(END, 1)[1]
+    if start in text:
+        before, rest = text.split(start, 1)
+        text = before + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip() + "\n\n## Results\n\n" + block + "\n"
     readme.write_text(text)
+
+
+def time_block(profile: str, host: str | None = None) -> str:
+    """Where the committed study's time went, per workload and experiment (``studies.timing``)."""
+    from pglimits_core.studies.timing import committed_time_table
+
+    runs = {w.name: StudyPaths.committed(profile, committed_host(profile, host, nearest=True, study=w.name)).runs
+            for w in workloads() if committed_hosts(profile, w.name)}
+    return "\n".join([TIME_START, committed_time_table(runs), TIME_END])
+
+
+def update_all(profile: str, host: str | None = None) -> None:
+    """docs/RESULTS.md's block, the full decision matrix, and README.md's answer."""
+    from pglimits_core.analysis import answer
+    from pglimits_core.analysis.decision import committed_cells, matrix_table, write_matrix
+    from pglimits_core.analysis.scoreboard import write_scoreboard
+    from pglimits_core.config import figures_dir, results_dir
+
+    update_readme(results_block(profile, host))
+    matrix = matrix_table(committed_cells(profile, host))
+    write_matrix(matrix, results_dir())
+    machines = ", ".join(sorted(set(matrix.machine))) if not matrix.empty else ""
+    write_scoreboard(matrix, figures_dir(), stamp=f"profile {profile}; records from {machines}")
+    update_readme(answer.answer_block(profile), PROJECT_ROOT / "README.md", answer.START, answer.END)
+    update_readme(time_block(profile, host), USAGE_DOC, TIME_START, TIME_END)
 
 
 if __name__ == "__main__":
@@ -82,6 +117,6 @@ if __name__ == "__main__":
     parser.add_argument("--host", default=None, help="machine id under data/results/ (default: the only one)")
     args = parser.parse_args()
     try:
-        update_readme(results_block(args.profile, args.host))
+        update_all(args.profile, args.host)
     except PGLimitsError as exc:
         raise SystemExit(f"readme_results: error: {exc}") from None

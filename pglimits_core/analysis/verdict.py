@@ -7,6 +7,8 @@ both sides. Every comparison gets one class:
 - ``decided at the server``: both sides are server-bound (the client was not the limit) or were
   driven by the system's own C load tool (pgbench, redis-benchmark, an HTTP tool) without being
   client-bound; the rate ratio is a claim about the servers.
+  A harness side on a box its client and server saturated together is not server-set: the
+  client took cores the server could have used (a C tool's client is light; its CPU is recorded).
 - ``decided by server CPU per operation``: a side was client-bound, but both sides have the
   server's own CPU per operation; that ratio compares the engines' cost even when the clients
   capped the rate.
@@ -49,11 +51,16 @@ class Side:
     reaches_rate: bool = True  # False: the compared rate is out of its reach on this box at all
     value_range: tuple[float, float] | None = None  # the runs' lowest and highest ``value``
     cpu_range: tuple[float, float] | None = None  # the runs' lowest and highest server µs per op
+    # the harness's client and the server together used (nearly) every core: the server ran short
+    # of CPU the client took, so its rate describes the shared box, not the server
+    box_saturated: bool = False
 
     @property
     def server_side(self) -> bool:
         """The server, not the client, set this figure: known not client-bound, or a C tool's
         figure with no client-bound verdict against it."""
+        if self.tool == HARNESS and self.box_saturated:
+            return False
         if self.client_bound is False:
             return True
         return self.tool != HARNESS and self.client_bound is None
@@ -91,7 +98,8 @@ def decide(a: Side, b: Side, tie_band: float = TIE_BAND) -> Verdict:
         return Verdict(BY_SERVER_CPU, ratio, _winner(a, b, ratio, tie_band, spread), cpu, spread)
     limited = [side.system for side in (a, b) if not side.server_side]
     return Verdict(NOT_BY_HARNESS, None, None,
-                   f"{' and '.join(limited)} client-bound or not judged; no server-side figure decides it")
+                   f"{' and '.join(limited)} client-bound, on a box the client saturated, or not judged; "
+                   "no server-side figure decides it")
 
 
 def _rate_spread(a: Side, b: Side) -> tuple[float, float] | None:

@@ -23,6 +23,8 @@ POSTGRES, REDIS = "#2e75b6", "#c00000"
 ENGINE_COLOURS = {
     "pg_skiplocked": "#1f4e79", "pg_delete": POSTGRES, "pgmq": "#5b9bd5", "postgres": POSTGRES,
     "pgvector": POSTGRES, "pg_gin": POSTGRES,
+    # Postgres with extensions (PG 17): Postgres's blue family, told apart from stock PG 16
+    "pg_search": "#9dc3e6", "pg_textsearch": "#9dc3e6", "pgvectorscale": "#9dc3e6",
     "redis_reliable": REDIS, "redis": REDIS, "sqlite_wal": "#548235", "sqlite": "#548235",
     "opensearch": "#bf9000", "elasticsearch": "#00897b", "qdrant": "#7030a0",
 }

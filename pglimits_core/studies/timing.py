@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -68,3 +69,24 @@ def breakdown_lines(workload: str, outcome: dict[str, Any]) -> list[str]:
     if outcome.get("servers_start_s") is not None:
         lines.append(f"  {workload} servers: {outcome['servers_start_s']:.0f} s to start")
     return lines
+
+
+def committed_time_table(runs_dirs: dict[str, Path]) -> str:
+    """Markdown: per workload (its committed runs directory), the study's wall time and, per
+    experiment, points and minutes — from the ``<workload>.outcome.json`` the export copied.
+    A workload whose records predate the timing record says so."""
+    import json
+
+    lines = ["| workload | experiment | points | wall min | under load min | around the load |", "|---|---|---:|---:|---:|---:|"]
+    for workload, runs in runs_dirs.items():
+        path = Path(runs) / f"{workload}.outcome.json"
+        timings = json.loads(path.read_text()).get("timings") if path.exists() else None
+        if not timings:
+            lines.append(f"| {workload} | not recorded in these records (they predate the per-point timing) | | | | |")
+            continue
+        rows = breakdown(timings)
+        total = sum(row["wall_min"] for row in rows)
+        lines.append(f"| **{workload}** | **all** | **{sum(row['points'] for row in rows)}** | **{total:.1f}** | | |")
+        lines += [f"| | {row['experiment']} | {row['points']} | {row['wall_min']} | {row['under_load_min']} | "
+                  f"{row['around_load_pct']} % |" for row in rows]
+    return "\n".join(lines)

@@ -12,12 +12,16 @@ import uuid
 import pandas as pd
 import pytest
 
+from pglimits_core.analysis.runs import entry_rows
+from pglimits_core.record.records import load_records
 from pglimits_core.record.validate import validate_run_dir
 from pglimits_core.servers.fleet import Fleet
 from pglimits_core.studies.runner import UNSEEN_CLIENT, build_context
 from pglimits_core.studies.study import StudyRun
 from pglimits_core.workloads.queue.ceiling import ceiling_point
-from pglimits_core.workloads.queue.points import variant
+from pglimits_core.workloads.queue.ceiling_tables import harness_bench_table
+from pglimits_core.workloads.queue.points import throughput_point, variant
+from pglimits_core.workloads.queue.tables import queue_run_columns
 from tests.conftest import TEST_ROOT, server_processes
 
 pytestmark = pytest.mark.integration
@@ -72,6 +76,47 @@ def test_pgbench_runs_the_queue_statements_as_a_run_record(study_run, system, ba
     assert outcome["logged_jobs"] <= outcome["removed"] <= outcome["logged_jobs"] + 2 * batch
     assert outcome["left_after_run"] > 0 and outcome["tool_reported"]["tps"] > 0
     print(f"{system} batch={batch}: pgbench {measure.items_per_s:,.0f} jobs/s; {manifest['client_bound_reason']}")
+
+
+@pytest.mark.parametrize("options", [{"batch": 1}, {"batch": 10, "mode": "archive"}])
+def test_pgbench_runs_pgmqs_own_calls(study_run, options):
+    # pgmq's send_batch prefills slower than the SKIP LOCKED table: a smaller backlog does
+    run = ceiling_point(study_run, variant("pgmq", **options), **{**KNOBS, "prefill_count": 20_000})
+    manifest, outcome = check_record(run, "pgbench")
+    script = manifest["params"]["tool_scripts"]["pgmq.sql"]
+    assert "pgmq.read('pglimits_jobs', :vt, :batch)" in script and f"pgmq.{options.get('mode', 'delete')}(" in script
+    measure = next(e for e in run.summary.entries if e.phase == "measure")
+    assert measure.items == measure.ops * options["batch"]
+    assert outcome["logged_jobs"] <= outcome["removed"] <= outcome["logged_jobs"] + 2 * options["batch"]
+    print(f"pgmq {options}: pgbench {measure.items_per_s:,.0f} jobs/s; {manifest['client_bound_reason']}")
+
+
+def test_pgbench_sessions_take_the_variants_synchronous_commit(study_run):
+    run = ceiling_point(study_run, variant("pg_delete", batch=50, synchronous_commit="off"), **KNOBS)
+    manifest, outcome = check_record(run, "pgbench")
+    assert manifest["params"]["tool_session_settings"] == {"synchronous_commit": "off"}
+    assert outcome["left_after_run"] > 0
+    measure = next(e for e in run.summary.entries if e.phase == "measure")
+    print(f"pg_delete batch=50 synchronous_commit=off: pgbench {measure.items_per_s:,.0f} jobs/s")
+
+
+def test_harness_bench_pairs_the_harness_with_the_tool(study_run):
+    """The ``harness_bench`` experiment's two records, back to back, make one row: the ratio of
+    this machine and both sides' server CPU per job, checked against each other."""
+    v, knobs = variant("pg_delete"), {"duration_s": 2, "warmup_s": 1, "prefill_count": 20_000}
+    harness = throughput_point(study_run, v, consumers=2, recorded_as="harness_bench", **knobs)
+    tool = ceiling_point(study_run, v, clients=2, requests=1, recorded_as="harness_bench", **knobs)
+    assert harness.status == "complete" and tool.status == "complete", (harness.error, tool.error)
+    records = [r for r in load_records("queue", study_run.ctx.runs_root) if r["path"] in (harness.path, tool.path)]
+    table = harness_bench_table(entry_rows(records, queue_run_columns))
+    row = table.iloc[0]
+    assert len(table) == 1 and row.harness_over_tool > 0 and row.tool == "pgbench"
+    assert row.server_cpu_agrees == "—" or row.server_cpu_agrees.split(";")[0] in (
+        "yes", "NO (beyond 25%: check the sampler's process set)",
+        "cannot tell (a run's CPU split is untrusted: busy machine or unseen client)")
+    print(f"harness_bench pg_delete @2: harness {row.harness_consume_per_s:,.0f} / pgbench {row.tool_consume_per_s:,.0f} "
+          f"= {row.harness_over_tool:.2f}; server CPU µs/job {row.harness_server_cpu_us_per_job} vs "
+          f"{row.tool_server_cpu_us_per_job}: {row.server_cpu_agrees}")
 
 
 @pytest.mark.parametrize("pipeline", [1, 16])

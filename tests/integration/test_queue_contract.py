@@ -144,6 +144,35 @@ def test_concurrent_producers_and_consumers_lose_and_duplicate_nothing(fresh_que
     assert admin.depth() == 0
 
 
+# one variant per adapter class and claim shape: the untimed paths are per system
+BULK_CASES = [CASES[0], CASES[3], CASES[7], CASES[9], CASES[15]]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("system", "options"), BULK_CASES, ids=[IDS[CASES.index(c)] for c in BULK_CASES])
+def test_the_untimed_paths_load_read_back_and_take_only_what_a_claim_could(fresh_queue, system, options):
+    """bulk_load (a point's prefill), pending (the read-back after its window) and take (the
+    drain): the messages enqueue makes, every one read back, and a claimed, unacknowledged one
+    neither read back as pending nor taken, so it still shows in depth() (none with at-most-once
+    delivery: its claim deleted it)."""
+    queue = fresh_queue(system, **options)
+    queue.fresh()
+    payloads = stamp_batch(MessageGenerator(seed=5, producer="bulk").templates(1200))
+    ids = sorted(decode(p)[0] for p in payloads)
+    queue.bulk_load(payloads)
+    assert queue.depth() == 1200
+    assert sorted(decode(p)[0] for p in queue.pending()) == ids
+    held = [decode(m.payload)[0] for m in queue.claim(3)]
+    pending = [decode(p)[0] for p in queue.pending()]
+    assert len(held) == 3 and len(pending) == 1197 and not set(pending) & set(held)
+    taken = []
+    while messages := queue.take(500):
+        taken += [decode(m.payload)[0] for m in messages]
+    assert sorted(taken + held) == ids
+    assert queue.depth() == (0 if queue.delivery_guarantee == "at-most-once" else 3)
+    assert queue.pending() == []
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize(("system", "options"), CASES, ids=IDS)
 def test_nack_reappears_after_its_backoff_and_not_before(fresh_queue, system, options):

@@ -41,7 +41,7 @@ def test_the_test_profile_measures_every_system_with_exact_answers(tmp_path: Pat
     by_experiment: dict[str, list[dict]] = {}
     for manifest in manifests:
         by_experiment.setdefault(manifest["params"]["experiment"], []).append(manifest)
-    assert set(by_experiment) == {"load", "correctness", "throughput", "crossover", "latency"}
+    assert set(by_experiment) == {"load", "correctness", "throughput", "crossover", "latency", "ceiling"}
     assert {m["system"] for m in by_experiment["load"]} == {"pg_gin", "elasticsearch", "opensearch"}
 
     # correctness first: every query of the study, on every variant, agrees with the exact answer

@@ -102,7 +102,7 @@ def test_a_yaml_syntax_error_is_one_line_naming_the_file_and_the_line(cli):
 
 def test_an_empty_profile_is_refused_naming_the_file_and_the_fix(cli):
     line = refused(cli, "empty", "profile empty: {dir}/profiles/empty.yaml is empty")
-    assert "give it at least one workload section (queue, search, pubsub, vectors)" in line
+    assert "give it at least one workload section (queue, search, pubsub, vectors, interference)" in line
 
 
 def test_a_queue_system_typo_names_it_and_the_valid_names(cli):

@@ -20,14 +20,26 @@ def test_committed_results_validate():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_readme_results_block_is_exactly_what_the_committed_records_give():
+def test_results_block_is_exactly_what_the_committed_records_give():
     """The whole block (every workload's headline, drills, figure links), recomputed from the
     committed records without writing anything: a refactor that changes a number shows here."""
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    assert readme_results.results_block("full", write=False) in readme, (
-        "README's results block is stale: make results (or python -m pglimits_core.analysis.readme_results)")
+    results = readme_results.RESULTS_DOC.read_text()
+    assert readme_results.results_block("full", write=False) in results, (
+        "docs/RESULTS.md's results block is stale: make results (or python -m pglimits_core.analysis.readme_results)")
     for study in ("queue", "search"):
-        assert f"machine `{committed_host('full', nearest=True, study=study)}`" in readme
+        assert f"machine `{committed_host('full', nearest=True, study=study)}`" in results
+
+
+def test_readme_answer_is_exactly_the_decision_matrix_the_committed_records_give():
+    from pglimits_core.analysis import answer
+
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert answer.answer_block("full") in readme, (
+        "README's answer is stale: make results (or python -m pglimits_core.analysis.readme_results)")
+
+
+def test_readme_stays_short_enough_to_read_at_a_glance():
+    assert len((PROJECT_ROOT / "README.md").read_text().splitlines()) <= 150
 
 
 def test_an_unknown_host_is_a_one_line_error():

@@ -122,8 +122,14 @@ def committed_tables(workload) -> tuple[str, Path, dict[str, pd.DataFrame]]:
     machine = committed_host("full", nearest=True, study=workload.name)
     directory = StudyPaths.committed("full", machine).tables
     prefix = f"{workload.name}-"
-    tables = {path.stem[len(prefix):]: pd.read_csv(path) for path in sorted(directory.glob(f"{prefix}*.csv"))}
+    tables = {path.stem[len(prefix):]: read_table(path) for path in sorted(directory.glob(f"{prefix}*.csv"))}
     return machine, directory, tables
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A committed table; one with no rows and no columns (an experiment these records lack) is
+    written as an empty file."""
+    return pd.read_csv(path) if path.read_text().strip() else pd.DataFrame()
 
 
 WITH_DECISIONS = [w for w in workloads() if w.decisions is not None]
@@ -228,3 +234,18 @@ def test_queue_latency_target_cells_are_decided_on_meeting_the_target_even_clien
     assert outcome([60, 70, 80], [7, 9, 12]) == DEDICATED_WINS
     assert outcome([23, 25, 33], [60, 70, 80]) == POSTGRES_AHEAD
     assert outcome([60, 70, 80], [60, 70, 80]) == NEITHER_MEETS
+
+
+def test_the_scoreboard_colours_each_verdict_family_and_draws_a_tile_per_cell(tmp_path):
+    import pandas as pd
+
+    from pglimits_core.analysis.scoreboard import family, write_scoreboard
+
+    assert family("Postgres suffices (Postgres ahead)")[0] == "Postgres suffices"
+    assert family("dedicated wins")[0] == "dedicated system wins"
+    assert family("not decided here: no Postgres design in this durability class")[0] == "not decided on this box"
+    table = pd.DataFrame([{"workload": "queue", "scale": f"scale {i}", "target": "p99 ≤ 50 ms",
+                           "verdict": "dedicated wins"} for i in range(8)])
+    paths = write_scoreboard(table, tmp_path, stamp="test")
+    assert [p.name for p in paths] == ["decision-scoreboard.png", "decision-scoreboard.svg"]
+    assert write_scoreboard(table.iloc[0:0], tmp_path / "empty") == []

@@ -137,7 +137,7 @@ def test_an_unknown_profile_says_what_forms_it_takes():
     ("description: x\nqueue: {variants: [1, 2]\n\n", "line 4: expected ',' or '}}', but got '<stream end>' "
                                                      "(while parsing a flow mapping at line 2)"),
     ('description: "x\n', "line 2: found unexpected end of stream (while scanning a quoted scalar at line 1)"),
-    ("", "{path} is empty — fix: give it at least one workload section (queue, search, pubsub, vectors)"),
+    ("", "{path} is empty — fix: give it at least one workload section (queue, search, pubsub, vectors, interference)"),
     ("# only a comment\n", "{path} is empty"),
     ("{}\n", "{path} is empty"),
     ("- queue\n", "not a mapping of keys to values — fix: fix {path}"),

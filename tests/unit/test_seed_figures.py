@@ -90,7 +90,7 @@ def test_a_rate_one_system_did_not_sustain_is_a_finding_not_incomparable():
                          + latency_rows(SQLITE_FULL, 5000.0, [2.0, 2.1, 2.2])
                          + latency_rows("pgmq batch=1", 5000.0, [900.0, 3.0, 950.0], sustained=[False, True, False]))
     row = by_figure(table).loc["queue p99 end-to-end at 5k msg/s"]
-    assert row["verdict"] == "differ: pgmq batch=1 did not sustain 5,000/s here (2 of 3 runs)"
+    assert row["verdict"] == "differ: pgmq batch=1 did not sustain 5,000/s here (fell short in 2 of 3 runs)"
     assert pd.isna(row["our ratio A/B"])  # a p99 at a rate not kept up with is no latency
     assert "at 5,000/s" in row["ours B"] and "not sustained in 2 of 3 runs" in row["ours B"]
 

@@ -130,7 +130,7 @@ def sweep_rows(variant: str, points: list[tuple]) -> list[dict]:
              "service_time_p50_ms": 1.0, "service_time_p99_ms": 2.0} for ef, c, qps, recall in points]
 
 
-def test_matched_recall_takes_the_smallest_ef_that_reaches_it_and_says_not_reached():
+def test_matched_recall_interpolates_between_the_bracketing_ef_and_says_not_reached():
     frame = pd.DataFrame(
         sweep_rows("pgvector hnsw", [(10, 1, 5000, 0.80), (40, 1, 3000, 0.93), (200, 1, 1000, 0.96),
                                      (10, 4, 9000, None), (40, 4, 6000, None), (200, 4, 2000, None)])
@@ -143,12 +143,49 @@ def test_matched_recall_takes_the_smallest_ef_that_reaches_it_and_says_not_reach
     at4 = sweep[(sweep.variant == "pgvector hnsw") & (sweep.clients == 4)]
     assert at4.recall_mean.tolist() == [0.80, 0.93, 0.96]  # recall joins by (variant, ef)
     matched = matched_table(sweep).set_index(["target_recall", "clients", "variant"])
-    assert matched.loc[(0.9, 1, "pgvector hnsw"), "ef"] == 40 and matched.loc[(0.9, 1, "pgvector hnsw"), "qps"] == 3000
-    assert matched.loc[(0.95, 1, "qdrant hnsw"), "qps"] == 3400
-    assert matched.loc[(0.95, 1, "qdrant hnsw"), "qdrant_over_pgvector"] == pytest.approx(3400 / 1000)
+    pg90 = matched.loc[(0.9, 1, "pgvector hnsw")]
+    # linear in recall between ef 10 (0.80, 5000 QPS) and ef 40 (0.93, 3000 QPS)
+    assert (pg90.ef_low, pg90.ef) == (10, 40) and pg90.qps == pytest.approx(5000 - 2000 * 0.10 / 0.13)
+    assert pg90.qps_is == "interpolated between ef=10 and ef=40" and pg90.recall_mean == 0.9
+    assert matched.loc[(0.95, 1, "qdrant hnsw"), "qps"] == pytest.approx(3400)  # the target is the point's recall
+    assert matched.loc[(0.95, 1, "qdrant hnsw"), "qps_min"] == pytest.approx(3300)
+    pg95 = 3000 - 2000 * 0.02 / 0.03
+    assert matched.loc[(0.95, 1, "qdrant hnsw"), "qdrant_over_pgvector"] == pytest.approx(3400 / pg95, abs=1e-3)
     assert matched.loc[(0.99, 1, "pgvector hnsw"), "qps_text"] == "not reached (best 0.960)"
     assert pd.isna(matched.loc[(0.99, 1, "pgvector hnsw"), "qps"])
     assert matched.loc[(0.99, 1, "pgvector exact"), "qps"] == 100
+    assert matched.loc[(0.99, 1, "pgvector exact"), "qps_is"] == "measured (exact scan, no ef)"
+
+
+def _sweep_point(variant, ef, qps, recall, client_bound=False, box=100.0, server_ms=1.0):
+    return {"variant": variant, "ef": ef, "clients": 8, "qps": qps, "qps_min": qps * 0.9, "qps_max": qps * 1.1,
+            "runs": 3, "recall_mean": recall, "recall_worst5_mean": recall - 0.1, "server_cpu_ms_per_query": server_ms,
+            "server_cpu_ms_min": server_ms * 0.9, "server_cpu_ms_max": server_ms * 1.1, "client_cpu_ms_per_query": 0.5,
+            "box_cpu_pct": box, "cores": 2, "client_bound": client_bound}
+
+
+def test_matched_rows_carry_flags_server_cpu_and_the_verdict_class():
+    from pglimits_core.analysis.verdict import BY_SERVER_CPU
+
+    sweep = pd.DataFrame([_sweep_point("pgvector hnsw", 10, 2000, 0.92, server_ms=2.0),
+                          _sweep_point("pgvector hnsw", 40, 1000, 0.97, box=190.0, server_ms=4.0),
+                          _sweep_point("qdrant hnsw", 10, 3000, 0.80, client_bound=True, box=190.0),
+                          _sweep_point("qdrant hnsw", 20, 2500, 0.93, box=190.0),
+                          _sweep_point("qdrant hnsw", 40, 2000, 0.96, box=190.0)])
+    matched = matched_table(sweep).set_index(["target_recall", "variant"])
+    pg = matched.loc[(0.9, "pgvector hnsw")]  # the smallest ef already reaches 0.90: measured there
+    assert pg.qps == 2000 and pg.qps_is == "measured at ef=10 (the smallest ef swept)" and pd.isna(pg.ef_low)
+    assert pg.server_cpu_us_per_query == pytest.approx(2000) and pg.box_saturated is False and pg.qps_text == "2,000"
+    qd = matched.loc[(0.9, "qdrant hnsw")]  # between ef 10 (client-bound) and ef 20: flagged, box saturated
+    assert qd.client_bound is True and qd.box_saturated is True and qd.qps_text == "2,615 ᶜ ᵇ"
+    # a client-bound side: decided by the server's CPU per query (with its spread over the runs)
+    assert qd.verdict == BY_SERVER_CPU and pd.isna(pg.verdict)
+    pg95 = matched.loc[(0.95, "pgvector hnsw")]
+    assert pg95.qps == pytest.approx(1400) and pg95.server_cpu_us_per_query == pytest.approx(3200)
+    qd95 = matched.loc[(0.95, "qdrant hnsw")]  # ef 20-40 and 10-40: neither client-bound, but the box saturated
+    assert qd95.client_bound is False and qd95.box_saturated is True
+    # the client took cores the server could have used: the server's CPU per query decides, not the rates
+    assert qd95.verdict == BY_SERVER_CPU
 
 
 def test_tables_of_no_records_are_empty_not_an_error():
@@ -177,9 +214,9 @@ def test_a_filtered_answer_is_scored_against_the_filtered_truth_and_short_answer
     assert out["recall_mean"] == pytest.approx(0.9) and out["filter_violations"] == 20
 
 
-def test_the_pgvector_filter_is_a_where_clause_on_the_hnsw_scan():
+def test_the_pgvector_filter_is_a_where_clause_on_the_tag_column():
     assert query_sql(10) == "SELECT id FROM vectors_items ORDER BY embedding <#> %b LIMIT 10"
-    assert "WHERE mod(id, 100) < 5 ORDER BY embedding <#> %b LIMIT 10" in query_sql(10, 5)
+    assert "WHERE tag < 5 ORDER BY embedding <#> %b LIMIT 10" in query_sql(10, 5)
 
 
 def test_a_damaged_dataset_is_refused_with_the_fix(tmp_path, monkeypatch):
@@ -248,3 +285,64 @@ def test_runs_with_cpu_the_split_does_not_explain_give_no_cpu_figures_and_no_ver
     assert cpu_per_query(runs)["server_cpu_ms_per_query"] is None
     runs["other_cpu_pct"] = [0.0, 100.0]
     assert cpu_per_query(runs)["server_cpu_ms_per_query"] == pytest.approx(90.0)
+
+
+def test_the_ceiling_runs_after_the_sweep_on_hnsw_variants_only():
+    from pglimits_core.workloads.vectors.plan import plan
+    from pglimits_core.workloads.vectors.profile import VectorsProfile
+
+    profile = SimpleNamespace(name="t", datasets=SimpleNamespace(vectors=VectorSpec(count=100, dim=8)))
+    section = VectorsProfile(ef=[10, 40], clients=[1, 8], duration_s=1, latency={"duration_s": 1},
+                             ceiling={"ef": [40], "clients": [1, 8]})
+    kinds = [p.experiment for p in plan(section, profile)]
+    assert kinds.index("ceiling") > max(i for i, k in enumerate(kinds) if k == "sweep")
+    assert kinds.index("latency") > max(i for i, k in enumerate(kinds) if k == "ceiling")
+    ceiling = [(p.label, p.params["ef"], p.params["clients"]) for p in plan(section, profile) if p.experiment == "ceiling"]
+    assert ceiling == [("pgvector hnsw", 40, 1), ("pgvector hnsw", 40, 8), ("qdrant hnsw", 40, 1), ("qdrant hnsw", 40, 8)]
+    for bad in (["pgvector exact"], ["pgvector ivfflat"]):
+        with pytest.raises(PGLimitsError, match="ceiling.variants"):
+            plan(section.model_copy(update={"ceiling": section.ceiling.model_copy(update={"variants": bad})}), profile)
+
+
+def test_the_ceiling_tools_send_the_harness_query():
+    import json
+
+    from pglimits_core.workloads.vectors.ceiling_tools import (
+        EfPgbenchLoad,
+        pgbench_script,
+        search_body,
+    )
+
+    script = pgbench_script(10, 1000)
+    assert script.startswith("\\set i random(1, 1000)\n")
+    assert ("SELECT id FROM vectors_items ORDER BY embedding <#> (SELECT v FROM vector_ceiling_queries WHERE id = :i) "
+            "LIMIT 10;") in script  # the harness's statement and operator, the vector stored
+    body = json.loads(search_body(np.array([0.5, -0.25], dtype=np.float32), 64, 10))
+    assert body == {"vector": [0.5, -0.25], "limit": 10, "params": {"hnsw_ef": 64, "exact": False}, "with_payload": False}
+    load = EfPgbenchLoad("postgresql://u:secret@127.0.0.1:5432/db", script, 2, 3, 1, options="-c hnsw.ef_search=64",
+                         binary="/bin/echo")
+    (command,) = load.commands()
+    assert command.env == {"PGPASSWORD": "secret", "PGOPTIONS": "-c hnsw.ef_search=64"}
+    assert "secret" not in " ".join(command.argv) and load.describe()["tool_env"] == {"PGOPTIONS": "-c hnsw.ef_search=64"}
+
+
+def test_the_ceiling_table_sets_the_tool_beside_the_harness_and_says_when_not_measured():
+    from pglimits_core.workloads.vectors.ceiling_tables import NOT_MEASURED, ceiling_table
+    from pglimits_core.workloads.vectors.report import ceiling_lines
+
+    def run(experiment, variant, qps, tool=None, bound=False, run_id="r"):
+        return {"experiment": experiment, "status": "complete", "variant": variant, "ef": 64, "clients": 8,
+                "phase": "measure", "ops_per_s": qps, "tool": tool, "client_bound": bound, "run_id": run_id,
+                "server_cpu_pct": 150.0, "client_cpu_pct": 20.0, "other_cpu_pct": 0.0, "recall_mean": 0.96,
+                "recall_worst5_mean": 0.5, "recall_p5": 0.5, "rows_min": 10}
+
+    frame = pd.DataFrame([run("sweep", "pgvector hnsw", 760), run("ceiling", "pgvector hnsw", 1520, "pgbench"),
+                          run("sweep", "qdrant hnsw", 950), run("ceiling", "qdrant hnsw", 1000, "vegeta", bound=True)])
+    table = ceiling_table(frame, sweep_table(frame)).set_index("variant")
+    pg = table.loc["pgvector hnsw"]
+    assert (pg.tool, pg.tool_qps, pg.harness_qps, pg.tool_over_harness) == ("pgbench", 1520, 760, 2.0)
+    assert pg.tool_server_cpu_us_per_query == pytest.approx(150 / 100 * 1e6 / 1520)
+    assert pg.reading.startswith("tool ×2.00 the harness: the harness capped the sweep")
+    assert table.loc["qdrant hnsw", "reading"] == "tool client-bound: no ceiling"
+    assert ceiling_table(frame[frame.experiment == "sweep"], sweep_table(frame)).empty
+    assert "ceiling" not in all_tables(frame[frame.experiment == "sweep"]) and ceiling_lines(None)[0] == NOT_MEASURED

@@ -82,3 +82,16 @@ def test_a_cpu_comparison_without_per_run_cpu_names_no_winner():
     verdict = decide(Side("a", 7, client_bound=True, server_cpu_us_per_op=120),
                      Side("b", 9, client_bound=True, server_cpu_us_per_op=40))
     assert verdict.klass == NOT_BY_HARNESS and verdict.winner is None and "per-run CPU" in verdict.why
+
+
+def test_a_harness_side_on_a_box_its_client_saturated_is_not_decided_at_the_server():
+    from pglimits_core.analysis.verdict import AT_SERVER, BY_SERVER_CPU, Side, decide
+
+    saturated = Side("pgvector", 900.0, client_bound=False, box_saturated=True, server_cpu_us_per_op=2000.0,
+                     cpu_range=(1900.0, 2100.0))
+    other = Side("qdrant", 1200.0, client_bound=False, server_cpu_us_per_op=1000.0, cpu_range=(950.0, 1050.0))
+    verdict = decide(saturated, other)
+    assert verdict.klass == BY_SERVER_CPU and verdict.winner == "qdrant"
+    assert decide(Side("pgvector", 900.0, client_bound=False), other).klass == AT_SERVER
+    tool = Side("pgvector", 900.0, tool="pgbench", client_bound=False, box_saturated=True)
+    assert decide(tool, other).klass == AT_SERVER  # a C tool's client is light; saturation alone does not void it

@@ -1,4 +1,4 @@
-"""A system's own C load tool as a load: pgbench, redis-benchmark.
+"""A system's own load tool as a load: pgbench, redis-benchmark (C), vegeta (Go, HTTP).
 
 The harness's load driver (``load.driver``) times Python workers; a tool load times nothing
 itself: the tool runs as a subprocess, its process (and children) is the client side the
@@ -10,6 +10,7 @@ what the record says about the tool: its name, version and every command line ex
 from pglimits_core.load.tools.pgbench import PgbenchLoad, pgbench_binary
 from pglimits_core.load.tools.process import ToolCommand, ToolLoad, ToolOutput, ToolProcess
 from pglimits_core.load.tools.redis_benchmark import RedisBenchmarkLoad, redis_benchmark_binary
+from pglimits_core.load.tools.vegeta import HttpTarget, VegetaLoad, vegeta_binary
 
-__all__ = ["PgbenchLoad", "RedisBenchmarkLoad", "ToolCommand", "ToolLoad", "ToolOutput", "ToolProcess",
-           "pgbench_binary", "redis_benchmark_binary"]
+__all__ = ["HttpTarget", "PgbenchLoad", "RedisBenchmarkLoad", "ToolCommand", "ToolLoad", "ToolOutput", "ToolProcess",
+           "VegetaLoad", "pgbench_binary", "redis_benchmark_binary", "vegeta_binary"]

@@ -7,6 +7,11 @@ epoch s + µs), so the record has exact HDR histograms, a per-second series and 
 out by time, as a harness run has; pgbench's own summary (``tps = ... (without initial
 connection time)``) is kept beside it, as reported. ``-T`` takes whole seconds. No ``-P``
 progress lines: the log gives the per-second series exactly.
+
+``rate`` (optional) makes the load open loop: ``-R rate`` (transactions/s over all clients,
+Poisson-spaced by pgbench). pgbench then logs each transaction's time from its *scheduled* start
+(schedule lag included, 7th log field), so the latencies are from the intended start, as the
+harness's open loops measure; without ``rate`` the command is exactly the closed loop it was.
 """
 
 from __future__ import annotations
@@ -54,9 +59,10 @@ def connection_args(dsn: str) -> tuple[list[str], dict[str, str]]:
 
 
 def pgbench_argv(binary: str, connection: list[str], script: str, clients: int, threads: int,
-                 seconds: int) -> list[str]:
+                 seconds: int, rate: float | None = None) -> list[str]:
+    paced = ["-R", f"{rate:g}"] if rate is not None else []
     return [binary, "-n", "-M", "prepared", "-f", script, "-c", str(clients), "-j", str(threads),
-            "-T", str(seconds), "-l", f"--log-prefix={LOG_PREFIX}", *connection]
+            "-T", str(seconds), *paced, "-l", f"--log-prefix={LOG_PREFIX}", *connection]
 
 
 def parse_summary(text: str) -> dict[str, float | int]:
@@ -105,14 +111,18 @@ def relative_samples(samples: list[tuple[int, int]]) -> list[tuple[float, int]]:
 
 class PgbenchLoad(ToolLoad):
     """A custom script for ``warmup_s + duration_s`` seconds; each transaction moves
-    ``items_per_transaction`` items (a queue claim of batch 10: ten jobs)."""
+    ``items_per_transaction`` items (a queue claim of batch 10: ten jobs). ``rate``: open loop
+    at that many transactions/s (``-R``); None: closed loop, as fast as the clients go."""
 
     tool = "pgbench"
 
     def __init__(self, dsn: str, script: str, clients: int, duration_s: int, warmup_s: int = 0,
                  items_per_transaction: int = 1, op: str = "script", threads: int | None = None,
-                 binary: str | None = None, script_name: str = "script.sql"):
+                 binary: str | None = None, script_name: str = "script.sql", rate: float | None = None):
         super().__init__(binary or pgbench_binary())
+        if rate is not None and not rate > 0:
+            raise PGLimitsError(f"pgbench rate {rate} is not > 0", "give a positive transactions/s, or None")
+        self.rate = rate
         self.dsn, self.script, self.script_name, self.op = dsn, script, script_name, op
         self.clients, self.duration_s, self.warmup_s = clients, int(duration_s), int(warmup_s)
         self.items_per_transaction = items_per_transaction
@@ -121,12 +131,15 @@ class PgbenchLoad(ToolLoad):
     def commands(self) -> list[ToolCommand]:
         connection, env = connection_args(self.dsn)
         seconds = self.warmup_s + self.duration_s
-        argv = pgbench_argv(self.binary, connection, self.script_name, self.clients, self.client_cores, seconds)
+        argv = pgbench_argv(self.binary, connection, self.script_name, self.clients, self.client_cores, seconds,
+                            self.rate)
         return [ToolCommand("pgbench", argv, timeout_s=seconds + 120, env=env)]
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "tool_scripts": {self.script_name: self.script},
-                "tool_loop": "closed", "items_per_transaction": self.items_per_transaction}
+                "tool_loop": "closed" if self.rate is None else "open",
+                **({"tool_rate": self.rate} if self.rate is not None else {}),
+                "items_per_transaction": self.items_per_transaction}
 
     def run(self, process: ToolProcess) -> Any:
         (process.cwd / self.script_name).write_text(self.script)

@@ -30,7 +30,7 @@ def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
         servers = rows["variant"].map(server_of)
         pg, redis = _most(rows[servers == "postgres"]), _most(rows[servers == "redis"])
         cells.append(Cell("pubsub", f"{subscribers:,.0f} subscriber{'s' if subscribers != 1 else ''}",
-                          "none (closed loop, flat out)", _side(pg), _side(redis), "fanout", unit="deliveries/s",
+                          "none (closed loop, flat out)", side(pg), side(redis), "fanout", unit="deliveries/s",
                           figures=(_text(pg), _text(redis)), spread=_spread(pg, redis),
                           missing="pg_notify not measured here" if pg is None else "redis_publish not measured here"))
     return cells
@@ -40,14 +40,22 @@ def _most(rows: pd.DataFrame) -> pd.Series | None:
     return None if rows.empty else rows.loc[rows["deliveries_per_s"].idxmax()]
 
 
-def _side(row: pd.Series | None) -> Side | None:
+def side(row: pd.Series | None) -> Side | None:
+    """One fan-out row as a side of the verdict (``analysis.verdict``): deliveries/s with the
+    runs' range, the client-bound verdict, and the server's CPU µs per delivery with the runs'
+    lowest and highest (a table without them — older code — gives no CPU range, and a
+    CPU-decided comparison then names no winner: its worst case is unknown)."""
     if row is None:
         return None
     bound, cpu = row["client_bound"], row["server_cpu_ms_per_1k"]  # ms per 1,000 = µs per delivery
-    # the table keeps only the runs' median CPU, so there is no cpu_range: a CPU-decided cell
-    # names no winner (its worst case is unknown)
     return Side(str(row["variant"]), float(row["deliveries_per_s"]), client_bound=None if pd.isna(bound) else bool(bound),
-                server_cpu_us_per_op=None if pd.isna(cpu) else float(cpu), value_range=_range(row))
+                server_cpu_us_per_op=None if pd.isna(cpu) else float(cpu), value_range=_range(row),
+                cpu_range=_cpu_range(row))
+
+
+def _cpu_range(row: pd.Series) -> tuple[float, float] | None:
+    low, high = row.get("server_cpu_us_low"), row.get("server_cpu_us_high")
+    return None if low is None or high is None or pd.isna(low) or pd.isna(high) else (float(low), float(high))
 
 
 def _range(row: pd.Series) -> tuple[float, float] | None:

@@ -82,7 +82,42 @@ class Seen:
 
     def summary(self) -> dict[str, Any]:
         return {"distinct": self.distinct, "duplicates": self.duplicates, "reordered": self.reordered,
-                "first_seq": self.first_seq, "max_seq": self.max_seq}
+                "first_seq": self.first_seq, "max_seq": self.max_seq, "ranges": received_ranges(self.bitmap)}
+
+
+#: sequence ranges kept per publisher and subscriber: a record stays small however broken the run
+MAX_RANGES = 50
+
+
+def received_ranges(bitmap: bytes | bytearray) -> list[list[int]]:
+    """The received sequence numbers as contiguous ``[first, last]`` ranges (at most
+    ``MAX_RANGES``, the first ones): a loss explains itself by where its gaps sit."""
+    ranges, at = [], 0
+    while len(ranges) < MAX_RANGES:
+        start = bitmap.find(b"\x01", at)
+        if start < 0:
+            break
+        end = bitmap.find(b"\x00", start)
+        end = len(bitmap) if end < 0 else end
+        ranges.append([start, end - 1])
+        at = end
+    return ranges
+
+
+def missing_ranges(ranges: list[list[int]], first: int, last: int) -> list[list[int]]:
+    """The ``[first, last]`` ranges of sequence numbers in ``first..last`` not in ``ranges``."""
+    gaps, expected = [], first
+    for low, high in ranges:
+        if high < expected:
+            continue
+        if low > last:
+            break
+        if low > expected:
+            gaps.append([expected, low - 1])
+        expected = high + 1
+    if expected <= last:
+        gaps.append([expected, last])
+    return gaps[:MAX_RANGES]
 
 
 class Tally:
@@ -152,29 +187,51 @@ def account(publishers: list[dict[str, Any]], subscribers: list[dict[str, Any]])
               "foreign": 0, "after_run": 0, "clamped": 0, "not_received_by_cutoff": 0}
     per_subscriber, known = [], {p["publisher"] for p in publishers}
     for sub in subscribers:
-        lost = 0
+        lost, gaps = 0, {}
         for pub in publishers:
-            first = expected_from(sub, pub)
-            seen = sub["publishers"].get(pub["publisher"], {"distinct": 0, "duplicates": 0, "reordered": 0,
-                                                            "max_seq": -1})
-            beyond = max(0, seen["max_seq"] + 1 - pub["published"])  # seqs the publisher never confirmed
-            delivered = min(seen["distinct"] - beyond, pub["published"] - first)
-            totals["expected"] += pub["published"] - first
-            totals["before_subscribe"] += first
-            totals["delivered"] += delivered
-            totals["unexpected"] += beyond
-            totals["duplicates"] += seen["duplicates"]
-            totals["reordered"] += seen["reordered"]
-            lost += pub["published"] - first - delivered
+            lost += _one_pair(totals, sub, pub)
+            gaps.update(lost_ranges(sub, pub))
         totals["unexpected"] += sum(s["distinct"] for p, s in sub["publishers"].items() if p not in known)
         for key in ("foreign", "after_run", "clamped"):
             totals[key] += sub.get(key, 0)
         complete = sub.get("drain_complete", True)
         totals["lost" if complete else "not_received_by_cutoff"] += lost
+        recorded = all("ranges" in seen for seen in sub["publishers"].values())
         per_subscriber.append({"subscriber": sub["subscriber"], "lost": lost, "in_window": sub["in_window"],
-                               "drain_complete": complete})
+                               "drain_complete": complete, "lost_ranges": gaps if recorded else None,
+                               "reconnects": sub.get("reconnects"), "disconnects": sub.get("disconnects", 0)})
     totals["delivered_ratio"] = totals["delivered"] / totals["expected"] if totals["expected"] else None
     return {**totals, "per_subscriber": per_subscriber}
+
+
+NOTHING_SEEN = {"distinct": 0, "duplicates": 0, "reordered": 0, "max_seq": -1, "ranges": []}
+
+
+def _one_pair(totals: dict[str, Any], sub: dict[str, Any], pub: dict[str, Any]) -> int:
+    """Add one subscriber × publisher to ``totals``; the messages the subscriber missed."""
+    first = expected_from(sub, pub)
+    seen = sub["publishers"].get(pub["publisher"], NOTHING_SEEN)
+    beyond = max(0, seen["max_seq"] + 1 - pub["published"])  # seqs the publisher never confirmed
+    delivered = min(seen["distinct"] - beyond, pub["published"] - first)
+    totals["expected"] += pub["published"] - first
+    totals["before_subscribe"] += first
+    totals["delivered"] += delivered
+    totals["unexpected"] += beyond
+    totals["duplicates"] += seen["duplicates"]
+    totals["reordered"] += seen["reordered"]
+    return pub["published"] - first - delivered
+
+
+def lost_ranges(sub: dict[str, Any], pub: dict[str, Any]) -> dict[str, list[list[int]]]:
+    """``{publisher: [[first, last], ...]}``: the sequence ranges ``sub`` expected from ``pub``
+    and never received (none: empty). Past the last kept received range (``MAX_RANGES``) a
+    record cannot tell, so no gap is claimed there."""
+    seen = sub["publishers"].get(pub["publisher"], NOTHING_SEEN)
+    ranges, last = seen.get("ranges", []), pub["published"] - 1
+    if len(ranges) >= MAX_RANGES:
+        last = min(last, ranges[-1][1])
+    gaps = missing_ranges(ranges, expected_from(sub, pub), last)
+    return {pub["publisher"]: gaps} if gaps else {}
 
 
 def delivery_latency(subscribers: list[dict[str, Any]]) -> dict[str, Any]:
@@ -185,3 +242,21 @@ def delivery_latency(subscribers: list[dict[str, Any]]) -> dict[str, Any]:
     count = merged.get_total_count()
     return {"count": count, **{f"{k}_ms": (None if v is None else v / 1000) for k, v in values.items()},
             "max_ms": merged.get_max_value() / 1000 if count else None}
+
+
+def lost_ranges_text(per_subscriber: list[dict[str, Any]]) -> str:
+    """Each subscriber that lost messages: which sequence ranges of which publisher, and how often
+    its client reconnected on its own ("" when nothing was lost). A record taken before ranges
+    were kept says so instead of guessing."""
+    parts = []
+    for sub in per_subscriber:
+        if not sub.get("lost"):
+            continue
+        ranges = sub.get("lost_ranges")
+        where = ("ranges not recorded in this record" if ranges is None else
+                 "; ".join(f"{pub} {', '.join(f'{a}–{b}' if a != b else f'{a}' for a, b in gaps)}"
+                           for pub, gaps in ranges.items()) or "beyond the recorded ranges")
+        reconnects = sub.get("reconnects")
+        again = "" if reconnects is None else f", client reconnected {reconnects}×"
+        parts.append(f"{sub['subscriber']}: {sub['lost']} lost ({where}{again})")
+    return " | ".join(parts)

@@ -111,12 +111,13 @@ class SubscribeOp(PubsubOp):
     name = "receive"
 
     def __init__(self, *args: Any, batch: int = 500, wait_s: float = 0.05, stall_s: float = 0.0,
-                 **kwargs: Any):
+                 tag: str | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.batch, self.wait_s, self.stall_s = batch, wait_s, stall_s
+        self.tag = tag  # the subscriber's name outside the load driver (the ceiling's listeners)
 
     def open(self) -> None:
-        self.subscriber = worker_tag("s")
+        self.subscriber = self.tag or worker_tag("s")
         worker = current_worker()
         self.stall_left = self.stall_s if (worker is None or worker.index == 0) else 0.0
         self.drain_error: str | None = None
@@ -144,7 +145,8 @@ class SubscribeOp(PubsubOp):
         quiet = self.drain()
         write_json(self.ledger_dir, f"subscriber-{self.subscriber}",
                    {**self.tally.to_json(), "error": self.drain_error or self.client.error,
-                    "disconnects": self.client.disconnects, "drain_complete": quiet})
+                    "disconnects": self.client.disconnects, "reconnects": self.client.reconnects,
+                    "drain_complete": quiet})
         self.client.close()
 
     def drain(self) -> bool:

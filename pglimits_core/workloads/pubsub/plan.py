@@ -2,7 +2,7 @@
 
 Repetitions are rounds over every variant (drift on the shared box spreads over all systems);
 the rate searches follow, then the failure modes (commit serialization, idle listeners, the
-stuck subscriber, the largest payload), once each.
+stuck subscriber, the largest payload), once each, and the C tools' publish ceiling.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.pubsub.ceiling import ceiling_points
 from pglimits_core.workloads.pubsub.failures import (
     COMMIT_MODES,
     commit_point,
@@ -20,7 +21,7 @@ from pglimits_core.workloads.pubsub.failures import (
 )
 from pglimits_core.workloads.pubsub.points import PubsubVariant, cliff, fanout_point, variant
 
-FILTERED = ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit")
+FILTERED = ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit", "ceiling")
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
@@ -34,7 +35,7 @@ def plan(section: Any, profile: Any) -> list[Point]:
     points += [cliff_point(section.cliff, v) for v in chosen(section.cliff, variants)]
     return (points + commit_points(section.commit_serialization, variants)
             + idle_points(section.idle_listeners, variants) + stuck_points(section.stuck_subscriber, variants)
-            + payload_points(section.payload_limit, variants))
+            + payload_points(section.payload_limit, variants) + ceiling_points(section.ceiling, variants))
 
 
 def stalls(stuck: Any) -> list[float]:

@@ -81,6 +81,21 @@ class PayloadLimit(ForVariants):
     sizes: list[PositiveInt] = Field(min_length=1)
 
 
+class PubsubCeiling(ForVariants):
+    """Publishing driven by each system's own C tool (``ceiling.py``), closed loop, per publisher
+    count (the tool's clients) and listener count (0: nobody listening, a different ceiling):
+    pgbench for ``warmup_s + duration_s`` whole seconds, redis-benchmark ``requests`` PUBLISHes.
+    Empty ``variants``: every variant whose system has a tool (pg_notify, redis_publish)."""
+
+    publishers: list[PositiveInt] = Field(min_length=1)
+    listeners: list[NonNegativeInt] = Field(default_factory=lambda: [0, 1], min_length=1)
+    payload_bytes: PositiveInt = 64
+    duration_s: PositiveInt = 4
+    warmup_s: NonNegativeInt = 1
+    requests: PositiveInt = 100_000
+    repetitions: PositiveInt = 1
+
+
 class PubsubProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
@@ -92,3 +107,4 @@ class PubsubProfile(Strict):
     idle_listeners: IdleListeners | list[IdleListeners] | None = None
     stuck_subscriber: StuckSubscriber | None = None
     payload_limit: PayloadLimit | None = None
+    ceiling: PubsubCeiling | None = None

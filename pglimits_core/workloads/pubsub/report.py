@@ -14,6 +14,7 @@ from pglimits_core.plotting.figures import colour_for as system_colour
 from pglimits_core.plotting.figures import finish as _finish
 from pglimits_core.plotting.figures import line_style_for, sustained_line
 from pglimits_core.plotting.html_report import Section
+from pglimits_core.workloads.pubsub.ceiling_tables import CAPTION as CEILING_CAPTION
 from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
 
 MARKERS = ["o", "s", "^", "D", "v"]
@@ -54,6 +55,13 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
 CAPTIONS = {
     "fanout": "Fan-out: published/s, deliveries/s and delivery latency per subscriber count; open-loop rates and "
               "flat out (closed loop). Medians over repetitions; delivered/expected over every run",
+    "fanout_head_to_head": "Fan-out head to head, at each point both systems measured: deliveries/s, the server's own "
+                           "CPU µs per delivery (median, runs' range; from the server's processes in the run's samples) "
+                           "and the verdict class of analysis/verdict.py — decided at the server (neither side "
+                           "client-bound: the rates compare), by server CPU per delivery (a side client-bound: the "
+                           "servers' cost compares, its worst case over the runs clearing the tie band), or not "
+                           "decided by the harness",
+    "ceiling": CEILING_CAPTION,
     "cliff": "The ceiling at the fan-out shown: highest publish rate with everything delivered and delivery p99 under "
              "the bound (repeated probes near the edge). A failure marked lag-dominated was the publishers falling "
              "behind on a box shared with the subscribers: the harness's ceiling here, not the server's. Rates within a "
@@ -136,7 +144,7 @@ def sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]) ->
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
     reference = [("Every rate-search probe", flag_points(tables["cliff_points"]))] \
         if "cliff_points" in tables and not tables["cliff_points"].empty else []
-    return ([Section("Pub/sub: tables", [NOTE], headline), Section("Pub/sub: figures", figures=pngs)],
+    return ([Section("Pub/sub: tables", [NOTE, *flush_notes(tables)], headline), Section("Pub/sub: figures", figures=pngs)],
             [Section("Pub/sub: every rate-search probe", tables=reference, collapsed=True)] if reference else [])
 
 
@@ -157,7 +165,7 @@ def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         rows.append({"variant": row.variant, "subscribers": row.subscribers, "publishers": row.publishers,
                      "offered msg/s": rate, "published/s": row.published_per_s_range,
                      "deliveries/s": f"{row.deliveries_per_s_range}{mark}" + (" ᵇ" if _behind(row) else ""),
-                     "server CPU ms / 1k deliveries": "" if pd.isna(row.server_cpu_ms_per_1k) else f"{row.server_cpu_ms_per_1k:.1f}",
+                     "server CPU µs / delivery": "" if pd.isna(row.server_cpu_ms_per_1k) else f"{row.server_cpu_ms_per_1k:.1f}",
                      "delivery p99 ms": row.delivery_p99_range_ms + (" ˡ" if row.lag_dominated else ""),
                      "publisher lag p99 ms": lag, "delivered/expected": f"{row.delivered}/{row.expected}",
                      "runs": runs})
@@ -172,11 +180,40 @@ def _behind(row) -> bool:
 
 def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     lines = [f"{HOW_TO_READ} {links}", "", headline(tables).to_markdown(index=False), ""]
-    for key in ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit"):
+    lines += [*flush_notes(tables), ""]
+    for key in ("fanout_head_to_head", "ceiling", "cliff", "commit_serialization", "idle_listeners",
+                "stuck_subscriber", "payload_limit"):
         table = tables.get(key)
         if table is not None and not table.empty:
             lines += [f"{CAPTIONS[key]}:", "", table.to_markdown(index=False), ""]
+        elif key == "ceiling":
+            lines += ["C-tool ceiling (pgbench pg_notify, redis-benchmark PUBLISH): not measured in these records.", ""]
     return lines
+
+
+#: a transactional row whose commits reach this share of one commit per WAL flush is said to sit
+#: at that bound: repetitions on this shared box spread by 10-20 %, so closer is not told apart
+AT_FLUSH_BOUND = 0.8
+
+
+def flush_notes(tables: dict[str, pd.DataFrame]) -> list[str]:
+    """Which limit a row at the one-commit-per-WAL-flush bound measures, from its own figures."""
+    notes = []
+    for key, rate in (("fanout", "published_per_s"), ("ceiling", "tool_published_per_s")):
+        table = tables.get(key)
+        if table is None or table.empty or "commits_share_of_flush_bound" not in table:
+            continue
+        at = table[pd.to_numeric(table.commits_share_of_flush_bound, errors="coerce") >= AT_FLUSH_BOUND]
+        for row in at.itertuples():
+            where = f"{row.variant}, {int(row.publishers)} publisher(s), " + (
+                f"{int(row.subscribers)} subscriber(s), {row.rate}" if key == "fanout"
+                else f"{int(row.listeners)} listener(s), C tool")
+            notes.append(f"{where}: {getattr(row, rate):,.0f} published/s = {row.commits_share_of_flush_bound:.0%} of "
+                         f"one commit per WAL flush ({row.flush_bound_per_s:,.0f}/s = 1 / the record's fsync-of-8 kB "
+                         "median). Each NOTIFY here is its own commit, and NOTIFY's commit lock lets one notifying "
+                         "commit flush at a time: this row measures the WAL flush, not delivery (the Postgres sampler "
+                         "records WAL bytes and records, not flushes, so the bound is the host's measured fsync).")
+    return notes
 
 
 SEED = {"published_per_s": (11_700, 14_200), "delivery_p99_ms": (2.0, 1.7)}

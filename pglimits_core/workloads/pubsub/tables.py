@@ -13,7 +13,11 @@ import pandas as pd
 
 from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
 from pglimits_core.load.ratesearch import Slo, sustainable_rate
+from pglimits_core.workloads.pubsub.ceiling_tables import ceiling_table
 from pglimits_core.workloads.pubsub.failures import COMMIT_MODES
+from pglimits_core.workloads.pubsub.head_to_head import head_to_head_table
+from pglimits_core.workloads.pubsub.ledger import lost_ranges_text
+from pglimits_core.workloads.pubsub.server_cost import cpu_range_us, flush_share, per_delivery_us
 
 GROUP = ["variant", "subscribers", "publishers", "loop", "rate"]
 #: a delivery p99 is "lag-dominated" when the publishers' own schedule lag (actual − intended
@@ -36,6 +40,10 @@ def outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
             "max_queue_usage": watch.get("max_queue_usage"), "max_omem_bytes": watch.get("max_omem_bytes"),
             "server_rss_mib": watch.get("max_server_rss_mib"),
             "server_rss_largest_mib": watch.get("max_server_rss_largest_mib"),
+            "listeners": outcome.get("listeners"), "received": outcome.get("received"),
+            # the host's fsync-of-8 kB median when the study began: one WAL flush, the bound of
+            # commits that flush one at a time
+            "fsync_median_us": ((manifest.get("host") or {}).get("fsync_8k") or {}).get("median_us"),
             "outcome": outcome}
 
 
@@ -120,7 +128,9 @@ def fanout_row(group: pd.DataFrame, failed_runs: int) -> dict[str, Any]:
             "reordered": int(group.reordered.sum()),
             "sustained": _all_sustained(group),
             "server_cpu_ms_per_1k": _per_1k(group, "server_cpu_pct"),
+            **cpu_range_us(group),
             "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"),
+            **flush_share(group),
             "server_rss_largest_mib": pd.to_numeric(group.get("server_rss_largest_mib"), errors="coerce").max(),
             "busy_neighbour_runs": int(group.other_cpu_pct.map(busy_neighbour).sum())
             if "other_cpu_pct" in group else 0,
@@ -203,12 +213,9 @@ def _all_sustained(group: pd.DataFrame) -> bool | None:
 
 
 def _per_1k(group: pd.DataFrame, column: str) -> float | None:
-    """CPU ms per 1,000 deliveries: the run's median CPU (% of one core) over its deliveries/s
-    (median over runs)."""
-    if column not in group:
-        return None
-    deliveries = pd.to_numeric(group.deliveries_per_s, errors="coerce").where(lambda d: d > 0)
-    per = pd.to_numeric(group[column], errors="coerce") / 100 * 1e6 / deliveries
+    """CPU ms per 1,000 deliveries (= µs per delivery): the run's median CPU (% of one core) over
+    its deliveries/s (median over runs)."""
+    per = per_delivery_us(group, column)
     return per.median() if per.notna().any() else None
 
 
@@ -317,6 +324,7 @@ def stuck_table(frame: pd.DataFrame) -> pd.DataFrame:
                      if row.stall_s else None,
                      "max_omem_bytes": row.max_omem_bytes,
                      "subscriber_error": "; ".join(f"{k}: {v}" for k, v in errors.items()),
+                     "lost_ranges": lost_ranges_text(row.outcome.get("per_subscriber", [])),
                      "limit": (row.outcome.get("limits") or {}).get("client-output-buffer-limit", "")})
     return pd.DataFrame(rows)
 
@@ -358,7 +366,8 @@ def payload_limit_text(largest: int | None, refused: int | None) -> str:
 
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    points = cliff_points(frame)
-    return {"fanout": fanout_table(frame), "cliff": cliff_table(points), "cliff_points": points,
+    points, fanout = cliff_points(frame), fanout_table(frame)
+    return {"fanout": fanout, "fanout_head_to_head": head_to_head_table(fanout),
+            "ceiling": ceiling_table(frame, fanout), "cliff": cliff_table(points), "cliff_points": points,
             "commit_serialization": commit_table(frame), "idle_listeners": idle_table(frame),
             "stuck_subscriber": stuck_table(frame), "payload_limit": payload_table(frame)}

@@ -1,7 +1,9 @@
 """The ``ceiling`` experiment: the queue's statements driven by each system's own C tool.
 
-Per variant and client count, one run record: pgbench on a prefilled, settled jobs table (the
-throughput points' prefill and settle) for the Postgres SKIP LOCKED designs, redis-benchmark
+Per variant and client count, one run record: pgbench on a prefilled, settled queue (the
+throughput points' prefill and settle) for the Postgres designs (SKIP LOCKED two-phase and
+delete-mode at any batch, pgmq's read + delete or archive; a ``synchronous_commit`` option is
+the tool's session setting through ``PGOPTIONS``, as the adapter sets it per session), redis-benchmark
 for the Redis reliable queue — the same samplers, the same client/server CPU split (client =
 the tool's processes), the tool's name, version and exact command lines in the manifest. It
 answers "is the harness the limit?" point by point: the ``ceiling`` table sets each tool rate
@@ -14,14 +16,19 @@ its points with a one-line reason (the study reports it), never a silent skip.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load.tools import PgbenchLoad, RedisBenchmarkLoad
+from pglimits_core.load.tools.process import ToolCommand
 from pglimits_core.studies.runner import RecordedRun, run_tool_recorded
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.queue import ceiling_tools as scripts
 from pglimits_core.workloads.queue.points import STUDY, QueueVariant, fresh_queue, prefill
+from pglimits_core.workloads.queue.prefill_size import PrefillSizer, consumed_per_s
 
 if TYPE_CHECKING:
     from pglimits_core.studies.study import StudyRun
@@ -29,19 +36,41 @@ if TYPE_CHECKING:
 EXPERIMENT = "ceiling"
 
 
+#: the variant options a Postgres adapter sets on its session, which the tool's session must share
+SESSION_OPTIONS = ("synchronous_commit",)
+
+
+class SessionPgbenchLoad(PgbenchLoad):
+    """pgbench whose sessions start with the variant's session settings (``PGOPTIONS``: libpq
+    sends them at connect, so no statement is added to the script); recorded in the manifest."""
+
+    def __init__(self, *args: Any, settings: dict[str, str], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.settings = settings
+
+    def commands(self) -> list[ToolCommand]:
+        options = " ".join(f"-c {name}={value}" for name, value in sorted(self.settings.items()))
+        return [replace(c, env={**c.env, "PGOPTIONS": options}) if options else c for c in super().commands()]
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "tool_session_settings": dict(self.settings)}
+
+
 class PgbenchCeiling:
-    """pgbench runs ``script(batch)`` on a jobs table prefilled with ``prefill`` jobs; the
-    run holds only if every logged transaction claimed a full batch (the table never ran dry)."""
+    """pgbench runs ``script(variant)`` on a queue prefilled with ``prefill`` jobs; the run
+    holds only if every logged transaction claimed a full batch (the queue never ran dry)."""
 
     tool = "pgbench"
     fills_queue = True
 
-    def __init__(self, script, op: str):
+    def __init__(self, script: Callable[[QueueVariant], str], op: str):
         self.script, self.op = script, op
 
     def load(self, url: str, v: QueueVariant, clients: int, knobs: dict[str, Any]) -> PgbenchLoad:
-        return PgbenchLoad(url, self.script(v.batch), clients, knobs["duration_s"], knobs["warmup_s"],
-                           items_per_transaction=v.batch, op=self.op, script_name=f"{v.system}.sql")
+        settings = {name: str(v.options[name]) for name in SESSION_OPTIONS if name in v.options}
+        return SessionPgbenchLoad(url, self.script(v), clients, knobs["duration_s"], knobs["warmup_s"],
+                                  items_per_transaction=v.batch, op=self.op, script_name=f"{v.system}.sql",
+                                  settings=settings)
 
     def judge(self, adapter, result, prefilled: int, clients: int, batch: int) -> dict[str, Any]:
         """Rows the run removed against what the logged transactions claim they took: fewer
@@ -77,42 +106,72 @@ class RedisBenchmarkCeiling:
         return {"left_after_run": left}
 
 
+def _pgmq_script(v: QueueVariant) -> str:
+    """The pgmq adapter's own calls for this variant (its queue, visibility timeout and ack)."""
+    options = {key: v.options[key] for key in ("queue", "vt_s", "mode") if key in v.options}
+    return scripts.pgmq_script(v.batch, **options)
+
+
 CEILING_TOOLS: dict[str, Any] = {
-    "pg_delete": PgbenchCeiling(scripts.delete_mode_script, "claim_delete"),
-    "pg_skiplocked": PgbenchCeiling(scripts.two_phase_script, "claim_ack"),
+    "pg_delete": PgbenchCeiling(lambda v: scripts.delete_mode_script(v.batch), "claim_delete"),
+    "pg_skiplocked": PgbenchCeiling(lambda v: scripts.two_phase_script(v.batch), "claim_ack"),
+    "pgmq": PgbenchCeiling(_pgmq_script, "read_ack"),
     "redis_reliable": RedisBenchmarkCeiling(),
 }
 
 
 def ceiling_points(section: Any, variants: list[QueueVariant]) -> list[Point]:
-    """Every (variant, clients) point of the profile's ``ceiling:`` section (None: none)."""
+    """Every (variant, clients) point of the profile's ``ceiling:`` section (None: none), in
+    ascending clients: the prefill of each is sized from the variant's earlier tool runs
+    (``prefill_size.py``; ``prefill`` is the cap, a variant's first point's size)."""
     if section is None:
         return []
+    sized = partial(ceiling_point, sizer=PrefillSizer())
+    return [point(EXPERIMENT, v, sized, clients=c, duration_s=section.duration_s,
+                  warmup_s=section.warmup_s, prefill_count=section.prefill, requests=section.requests)
+            for v in tool_variants(section, variants, EXPERIMENT) for c in sorted(section.clients)]
+
+
+def tool_variants(section: Any, variants: list[QueueVariant], name: str) -> list[QueueVariant]:
+    """The variants ``section`` names (empty: every one whose system has a C tool); naming one
+    without a tool is a plan error."""
     chosen = [v for v in variants if section.includes(v.label) and (section.variants or v.system in CEILING_TOOLS)]
     for v in chosen:
         if v.system not in CEILING_TOOLS:
-            raise PGLimitsError(f"queue.ceiling.variants names {v.label!r}, but {v.system} has no C load tool here",
+            raise PGLimitsError(f"queue.{name}.variants names {v.label!r}, but {v.system} has no C load tool here",
                                 f"name variants of {', '.join(sorted(CEILING_TOOLS))}")
-    return [point(EXPERIMENT, v, ceiling_point, clients=c, duration_s=section.duration_s,
-                  warmup_s=section.warmup_s, prefill_count=section.prefill, requests=section.requests)
-            for v in chosen for c in section.clients]
+    return chosen
 
 
 def ceiling_point(run: StudyRun, v: QueueVariant, clients: int, duration_s: int, warmup_s: int,
-                  prefill_count: int, requests: int) -> RecordedRun:
-    """One tool run on a fresh queue (prefilled and settled where the tool needs a backlog)."""
+                  prefill_count: int, requests: int, recorded_as: str = EXPERIMENT,
+                  sizer: PrefillSizer | None = None) -> RecordedRun:
+    """One tool run on a fresh queue (prefilled and settled where the tool needs a backlog),
+    recorded under experiment ``recorded_as``; with a ``sizer``, ``prefill_count`` is the cap."""
+    recorded = _ceiling_run(run, v, clients, duration_s, warmup_s, prefill_count, requests, recorded_as, sizer)
+    if sizer is not None:
+        sizer.learn(recorded_as, v.label, consumed_per_s(recorded, role=None))
+    return recorded
+
+
+def _ceiling_run(run: StudyRun, v: QueueVariant, clients: int, duration_s: int, warmup_s: int,
+                 prefill_count: int, requests: int, experiment: str, sizer: PrefillSizer | None) -> RecordedRun:
     ctx, tool = run.ctx, CEILING_TOOLS[v.system]
     knobs = {"duration_s": duration_s, "warmup_s": warmup_s, "requests": requests}
     load = tool.load(ctx.endpoints[v.server].url, v, clients, knobs)  # a missing tool fails here
     filled = prefill_count if tool.fills_queue else 0
-    params = {"experiment": EXPERIMENT, "variant": v.label, "options": v.options, "clients": clients,
+    params = {"experiment": experiment, "variant": v.label, "options": v.options, "clients": clients,
               "prefill": filled, **knobs}
-    name = f"{EXPERIMENT}:{v.label}"
+    if sizer is not None and tool.fills_queue:  # sized only when measured, so a resume still matches
+        params |= {"prefill": "sized", "prefill_cap": prefill_count, "prefill_rule": sizer.rule()}
+    name = f"{experiment}:{v.label}"
     reused = ctx.reuse(STUDY, v.system, name, {**params, **load.describe()})
     if reused:
         return reused
     adapter = fresh_queue(ctx, v)
     try:
+        if sizer is not None and tool.fills_queue:
+            filled = sizer.size(experiment, v.label, prefill_count, warmup_s + duration_s)
         prefill(adapter, filled, run.seed)
         start_state = adapter.settle()
 

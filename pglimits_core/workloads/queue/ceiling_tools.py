@@ -18,6 +18,11 @@ the message mix's mean size and the variant's pipeline depth.
 from __future__ import annotations
 
 from pglimits_core.datasets.messages import SIZE_MIX
+from pglimits_core.workloads.queue.systems.pgmq import ARCHIVE_SQL as PGMQ_ARCHIVE_SQL
+from pglimits_core.workloads.queue.systems.pgmq import DEFAULT_QUEUE as PGMQ_DEFAULT_QUEUE
+from pglimits_core.workloads.queue.systems.pgmq import DEFAULT_VT_S as PGMQ_DEFAULT_VT_S
+from pglimits_core.workloads.queue.systems.pgmq import DELETE_SQL as PGMQ_DELETE_SQL
+from pglimits_core.workloads.queue.systems.pgmq import READ_SQL as PGMQ_READ_SQL
 from pglimits_core.workloads.queue.systems.postgres_skiplocked import (
     ACK_SQL,
     CLAIM_SQL,
@@ -32,12 +37,21 @@ BENCH_CONSUMER = "bench"  # the processing list's owner in the benchmark's keys
 
 def pgbench_sql(statement: str, *variables: str) -> str:
     """``statement`` with its ``%s`` placeholders replaced, in order, by pgbench variables."""
+    return fill(statement, *(f":{name}" for name in variables))
+
+
+def fill(statement: str, *values: str) -> str:
+    """``statement`` with its ``%s`` placeholders replaced, in order, by ``values`` as written
+    (``":batch"`` for a pgbench variable, ``"'jobs'"`` for a literal)."""
     parts = statement.split("%s")
-    if len(parts) != len(variables) + 1:
-        raise ValueError(f"{len(parts) - 1} placeholders, {len(variables)} variables")
-    filled = [part + (f":{name}" if index < len(variables) else "")
-              for index, (part, name) in enumerate(zip(parts, [*variables, ""], strict=True))]
-    return "".join(filled)
+    if len(parts) != len(values) + 1:
+        raise ValueError(f"{len(parts) - 1} placeholders, {len(values)} values")
+    return "".join(part + value for part, value in zip(parts, [*values, ""], strict=True))
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as an SQL string literal (quotes doubled)."""
+    return "'" + str(text).replace("'", "''") + "'"
 
 
 def delete_mode_script(batch: int) -> str:
@@ -53,6 +67,19 @@ def two_phase_script(batch: int) -> str:
             "SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(payload), '{}') AS payloads "
             "FROM claimed \\gset\n"
             f"{pgbench_sql(ACK_SQL, 'ids')};\n")
+
+
+def pgmq_script(batch: int, queue: str = PGMQ_DEFAULT_QUEUE, vt_s: int = PGMQ_DEFAULT_VT_S,
+                mode: str = "delete") -> str:
+    """The pgmq adapter's claim (``pgmq.read`` of ``batch`` messages, hidden for ``vt_s``) then
+    its ack (``pgmq.delete``, or ``pgmq.archive`` in archive mode): two statements a transaction."""
+    name = sql_literal(queue)
+    ack = PGMQ_ARCHIVE_SQL if mode == "archive" else PGMQ_DELETE_SQL
+    return (f"\\set batch {int(batch)}\n\\set vt {int(vt_s)}\n"
+            f"WITH claimed AS ({fill(PGMQ_READ_SQL, name, ':vt', ':batch')})\n"
+            "SELECT coalesce(array_agg(msg_id), '{}') AS ids, coalesce(array_agg(message), '{}') AS payloads "
+            "FROM claimed \\gset\n"
+            f"{fill(ack, name, ':ids')};\n")
 
 
 def reliable_queue_steps(key: str = DEFAULT_KEY, payload_bytes: int = MEAN_PAYLOAD_BYTES) -> list[tuple[str, list[str]]]:

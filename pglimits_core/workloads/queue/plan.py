@@ -2,7 +2,8 @@
 
 Repetitions are rounds over every variant (drift on the shared box spreads over all systems);
 the rate searches follow, then the C-tool ceilings (``ceiling.py``: the same statements through
-pgbench and redis-benchmark), then the consumer-crash drills (after the sweeps, whose records they
+pgbench and redis-benchmark) and the harness benchmark (``harness_points.py``: harness and tool
+back to back), then the consumer-crash drills (after the sweeps, whose records they
 must not disturb), then the backup/restore drills (they back up the live servers, so they come
 before the crash drills), then the server crash drills last: they kill the servers the others measured.
 The report's "what could not be run" reads this same plan.
@@ -10,6 +11,7 @@ The report's "what could not be run" reads this same plan.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
@@ -17,6 +19,7 @@ from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.queue.ceiling import ceiling_points
 from pglimits_core.workloads.queue.drills.consumer_crash import EXPERIMENT as CONSUMER_CRASH
 from pglimits_core.workloads.queue.drills.consumer_crash import consumer_crash_point
+from pglimits_core.workloads.queue.harness_points import harness_bench_points
 from pglimits_core.workloads.queue.points import (
     QueueVariant,
     cliff,
@@ -25,20 +28,23 @@ from pglimits_core.workloads.queue.points import (
     throughput_point,
     variant,
 )
+from pglimits_core.workloads.queue.prefill_size import PROBED, PrefillSizer
 
-SWEEPS = ("throughput", "steady", "latency", "cliff", "consumer_crash", "ceiling")
+SWEEPS = ("throughput", "steady", "latency", "cliff", "consumer_crash", "ceiling", "harness_bench")
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
     """``section`` is a ``workloads.queue.profile.QueueProfile``."""
     variants = [variant(**spec) for spec in section.variants]
     check_variant_filters(section, variants)
+    sizer = PrefillSizer(first=PROBED) if section.throughput.size_prefill else None  # one memory for the whole run
     points = []
     for _ in range(section.repetitions):
         for v in variants:
-            points += sweep_points(section, v)
+            points += sweep_points(section, v, sizer)
     points += [cliff_point(section.cliff, v) for v in variants if section.cliff and section.cliff.includes(v.label)]
     points += ceiling_points(section.ceiling, variants)
+    points += harness_bench_points(section.harness_bench, variants)
     points += consumer_crash_points(section.consumer_crash, variants)
     points += backup_points(section.backup, variants)
     return points + recovery_points(section.recovery, variants)
@@ -49,26 +55,30 @@ def check_variant_filters(section: Any, variants: list[QueueVariant]) -> None:
     typo that would silently drop points: a one-line error naming it (the crash drill may name
     variants of its own, e.g. SQLite ``synchronous=off``, so it is not checked here)."""
     labels = {v.label for v in variants}
-    for name in SWEEPS:
-        unknown = [label for label in getattr(getattr(section, name, None), "variants", None) or []
-                   if label not in labels]
+    filters = [(name, getattr(section, name, None)) for name in SWEEPS]
+    filters += [("throughput.more_consumers", section.throughput.more_consumers),
+                ("latency.more_rates", section.latency.more_rates)]
+    for name, spec in filters:
+        unknown = [label for label in getattr(spec, "variants", None) or [] if label not in labels]
         if unknown:
             raise PGLimitsError(f"queue.{name}.variants names {unknown[0]!r}, which is not a variant of the profile",
                                 f"use one of: {', '.join(sorted(labels))}")
 
 
-def sweep_points(section: Any, v: QueueVariant) -> list[Point]:
-    """One repetition of the throughput, steady-state and latency sweeps of variant ``v``."""
+def sweep_points(section: Any, v: QueueVariant, sizer: PrefillSizer | None = None) -> list[Point]:
+    """One repetition of the throughput, steady-state and latency sweeps of variant ``v``
+    (``sizer``: the run's prefill memory, ``prefill_size.py``)."""
     t, st, lat = section.throughput, section.steady, section.latency
-    points = [point("throughput", v, throughput_point, consumers=c, prefill_count=t.prefill,
+    burn_down = partial(throughput_point, sizer=sizer) if sizer is not None else throughput_point
+    points = [point("throughput", v, burn_down, consumers=c, prefill_count=t.prefill,
                     duration_s=t.duration_s, warmup_s=t.warmup_s)
-              for c in (t.consumers if t.includes(v.label) else [])]
+              for c in t.consumers_for(v.label)]
     points += [point("steady", v, steady_point, consumers=c, producers=st.producers,
                      target_depth=st.target_depth, duration_s=st.duration_s, warmup_s=st.warmup_s)
                for c in (st.consumers if st and st.includes(v.label) else [])]
     return points + [point("latency", v, latency_point, rate=r, producers=lat.producers, consumers=lat.consumers,
                            duration_s=lat.duration_s, warmup_s=lat.warmup_s)
-                     for r in (lat.rates if lat.includes(v.label) else [])]
+                     for r in lat.rates_for(v.label)]
 
 
 def cliff_point(cl: Any, v: QueueVariant) -> Point:

@@ -3,7 +3,13 @@
 Each point resets the queue, prefills it where the experiment needs a backlog, settles it
 (Postgres: VACUUM ANALYZE, so every point starts from the same state), runs one load spec
 through ``runner.run_recorded`` (so it lands as a run record), then proves exactly-once
-accounting: produced = acknowledged + drained afterwards; lost and duplicated ids are counted.
+accounting: produced = acknowledged + left pending afterwards (read back, or drained where a
+system cannot read it back; the outcome's ``drained_after``); lost and duplicated ids are counted.
+
+The start state of every sweep point, the same for every system: the queue emptied by its
+reset (Postgres TRUNCATE; pgmq drop + create; Redis DEL of the queue's keys; SQLite DELETE, its
+truncate optimisation), the prefill loaded through the system's bulk path (``bulk_load``:
+COPY, pipelined LPUSH, SQLite transactions of 500), then ``settle()`` (Postgres VACUUM ANALYZE).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +38,7 @@ from pglimits_core.load import (
 from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
 from pglimits_core.studies.variant import Variant
 from pglimits_core.workloads.queue.ops import ConsumeOp, EnqueueOp, SteadyEnqueueOp
+from pglimits_core.workloads.queue.prefill_size import PrefillSizer, consumed_per_s
 from pglimits_core.workloads.queue.systems.registry import (
     make_adapter,
     server_for,
@@ -41,10 +49,12 @@ if TYPE_CHECKING:
     from pglimits_core.studies.study import StudyRun
 
 STUDY = "queue"
-PREFILL_BATCH = 500
+PREFILL_BATCH = 500  # messages generated per call
+PREFILL_CHUNK = 50_000  # messages per bulk_load call (bounds the memory a big prefill holds)
 IDLE_SLEEP_S = 0.001  # consumer back-off on an empty queue; the seed's Go loop slept 5 ms
 DRAIN_LIMIT_S = 60.0
-DRAIN_BATCH = 500  # messages per claim in the untimed drain after a point
+PROBE_S = 1.0  # the unrecorded probe that sizes a variant's first prefill
+DRAIN_BATCH = 5000  # messages per take() in the untimed drain after a point
 
 
 @dataclass(frozen=True)
@@ -75,19 +85,35 @@ def _default_label(system: str, options: dict[str, Any]) -> str:
 def fresh_queue(ctx: Context, v: QueueVariant):
     adapter = make_adapter(v.system, ctx.endpoints[v.server].url, **v.options, worker_id="study")
     adapter.open()
-    adapter.setup()
-    adapter.reset()
+    adapter.fresh()
     return adapter
 
 
 def prefill(adapter, count: int, seed: int) -> list[str]:
-    """Enqueue ``count`` messages in batches; returns their ids."""
-    messages, ids = MessageGenerator(seed, producer="prefill"), []
-    while len(ids) < count:
-        payloads = stamp_batch(messages.templates(min(PREFILL_BATCH, count - len(ids))))
-        adapter.enqueue(payloads)
-        ids += [decode(p)[0] for p in payloads]
+    """Enqueue ``count`` messages through the system's bulk path (``bulk_load``: COPY, a
+    pipelined LPUSH...), ``PREFILL_CHUNK`` at a time, each batch of ``PREFILL_BATCH`` stamped
+    with its send time; returns their ids. Every prefill of a seed is a prefix of one sequence
+    (``MessageGenerator(seed, "prefill")``), generated once per study process."""
+    templates, ids = prefill_templates(seed, count)
+    for start in range(0, count, PREFILL_CHUNK):
+        end = min(count, start + PREFILL_CHUNK)
+        adapter.bulk_load([p for b in range(start, end, PREFILL_BATCH)
+                           for p in stamp_batch(templates[b:min(end, b + PREFILL_BATCH)])])
     return ids
+
+
+_TEMPLATES: dict[int, tuple[MessageGenerator, list[bytes], list[str]]] = {}
+
+
+def prefill_templates(seed: int, count: int) -> tuple[list[bytes], list[str]]:
+    """The first ``count`` prefill templates of ``seed`` and their ids (kept: generating them
+    cost more than loading them)."""
+    generator, templates, ids = _TEMPLATES.setdefault(seed, (MessageGenerator(seed, producer="prefill"), [], []))
+    while len(templates) < count:
+        batch = generator.templates(min(PREFILL_BATCH, count - len(templates)))
+        templates += batch
+        ids += [decode(t)[0] for t in batch]
+    return templates[:count], ids[:count]
 
 
 def drain(adapter, limit_s: float = DRAIN_LIMIT_S) -> tuple[list[str], bool]:
@@ -145,13 +171,24 @@ def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
     return [Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)]
 
 
+def left_after(adapter) -> tuple[list[str], bool, str]:
+    """The ids still in the queue after a window, whether that is all of it (nothing left
+    claimed), and how they were found: read back where the system can (``pending()``: no
+    claim, no delete, the next point's reset empties the queue at once), else drained."""
+    payloads = adapter.pending()
+    if payloads is None:
+        return (*drain(adapter), "drained")
+    return [decode(p)[0] for p in payloads], adapter.depth() == len(payloads), "read back (pending, not taken)"
+
+
 def exactly_once(adapter, ledger: Path, produced: list[str]) -> dict[str, Any]:
-    """The sweeps' judgement: drain what is left, account every id; and how the acknowledged
-    messages spread over the consumers (fairness: a batched claim can starve the others)."""
-    drained, emptied = drain(adapter)
+    """The sweeps' judgement: every id acknowledged in the run or still pending after it, none
+    twice; and how the acknowledged messages spread over the consumers (fairness: a batched
+    claim can starve the others)."""
+    left, complete, how = left_after(adapter)
     return {**account(produced + read_ledger(ledger, "enqueue"), read_ledger(ledger, "consume"),
-                      drained, emptied),
-            "consumer_acks": consumer_acks(ledger)}
+                      left, complete),
+            "left_after_run_how": how, "consumer_acks": consumer_acks(ledger)}
 
 
 def consumer_acks(ledger: Path) -> dict[str, int]:
@@ -162,25 +199,28 @@ def consumer_acks(ledger: Path) -> dict[str, int]:
 
 
 def _run_point(ctx: Context, v: QueueVariant, experiment: str, roles_for, phases, params: dict,
-               prefill_count: int, seed: int, judge=exactly_once) -> RecordedRun:
+               prefill_count: int | Callable[[], int], seed: int, judge=exactly_once) -> RecordedRun:
     """One recorded load run on a fresh, prefilled, settled queue; ``judge(adapter, ledger,
-    produced) -> dict`` accounts for it afterwards (into the manifest's ``params.outcome``)."""
+    produced) -> dict`` accounts for it afterwards (into the manifest's ``params.outcome``).
+    A callable ``prefill_count`` is a size decided only if the point is measured (not reused
+    on resume): the params then say "sized", the outcome's ``prefilled`` the count."""
     ledger = Path(tempfile.mkdtemp(prefix="ledger-", dir=_scratch()))
     spec = RunSpec(phases=phases, roles=roles_for(str(ledger)), seed=seed, start_method="fork")
     params = {"experiment": experiment, "variant": v.label, "options": v.options,
-              "prefill": prefill_count, **params}
+              "prefill": "sized" if callable(prefill_count) else prefill_count, **params}
     name = f"{experiment}:{v.label}"
     reused = ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()})
     if reused:  # measured before an interruption: checked first, so no queue is set up for it
         shutil.rmtree(ledger, ignore_errors=True)
         return reused
+    count = prefill_count() if callable(prefill_count) else prefill_count  # (a probe resets the queue)
     adapter = fresh_queue(ctx, v)
     try:
-        produced = prefill(adapter, prefill_count, seed)
+        produced = prefill(adapter, count, seed)
         start_state = adapter.settle()  # every point starts from the same state (see settle())
 
         def after(_result) -> dict[str, Any]:
-            return {**judge(adapter, ledger, produced), "adapter": adapter.describe(),
+            return {**judge(adapter, ledger, produced), "prefilled": len(produced), "adapter": adapter.describe(),
                     "worker_stats": read_worker_stats(ledger), "start_state": start_state}
 
         return run_recorded(ctx, STUDY, v.system, name, v.server, spec,
@@ -197,8 +237,13 @@ def _scratch() -> Path:
 
 
 def throughput_point(run: StudyRun, v: QueueVariant, consumers: int, prefill_count: int,
-                     duration_s: float, warmup_s: float = 1.0) -> RecordedRun:
-    """Closed-loop burn-down: ``consumers`` drain a prefilled backlog as fast as they can."""
+                     duration_s: float, warmup_s: float = 1.0, recorded_as: str = "throughput",
+                     sizer: PrefillSizer | None = None) -> RecordedRun:
+    """Closed-loop burn-down: ``consumers`` drain a prefilled backlog as fast as they can
+    (``recorded_as``: the experiment it is recorded under; the harness benchmark runs the same
+    burn-down beside its C tool). With a ``sizer`` the backlog is sized from the variant's
+    earlier points, ``prefill_count`` its cap (``prefill_size.py``); without, it is
+    ``prefill_count``."""
     ctx, seed = run.ctx, run.seed
     url = ctx.endpoints[v.server].url
 
@@ -206,8 +251,39 @@ def throughput_point(run: StudyRun, v: QueueVariant, consumers: int, prefill_cou
         op = ConsumeOp(v.system, url, v.options, v.batch, ledger, seed)
         return [Role("consumer", op, workers=consumers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S))]
 
-    return _run_point(ctx, v, "throughput", roles, _phases(warmup_s, duration_s),
-                      {"consumers": consumers}, prefill_count, seed)
+    if sizer is None:
+        return _run_point(ctx, v, recorded_as, roles, _phases(warmup_s, duration_s), {"consumers": consumers},
+                          prefill_count, seed)
+    seconds = warmup_s + duration_s
+
+    def sized() -> int:  # asked only when the point is measured (a resumed study reuses records)
+        if not sizer.knows(recorded_as, v.label):
+            sizer.learn(recorded_as, v.label, probe_rate(ctx, v, sizer.floor, seed))
+        return sizer.size(recorded_as, v.label, prefill_count, seconds)
+
+    params = {"consumers": consumers, "prefill_cap": prefill_count, "prefill_rule": sizer.rule()}
+    recorded = _run_point(ctx, v, recorded_as, roles, _phases(warmup_s, duration_s), params, sized, seed)
+    sizer.learn(recorded_as, v.label, consumed_per_s(recorded))
+    return recorded
+
+
+def probe_rate(ctx: Context, v: QueueVariant, count: int, seed: int, seconds: float = PROBE_S) -> float:
+    """One consumer's claim + ack rate for ``seconds``, in this process, on a fresh queue of
+    ``count`` messages: an unrecorded estimate that sizes a variant's first prefill only (a
+    probe that empties the queue is a floor, and the sizing's safety factor covers the rest)."""
+    adapter = fresh_queue(ctx, v)
+    try:
+        prefill(adapter, count, seed)
+        taken, started = 0, time.monotonic()
+        while (elapsed := time.monotonic() - started) < seconds:
+            messages = adapter.claim(v.batch)
+            if not messages:
+                break
+            adapter.ack([m.id for m in messages])
+            taken += len(messages)
+        return taken / max(elapsed, 1e-3)
+    finally:
+        adapter.close()
 
 
 def steady_point(run: StudyRun, v: QueueVariant, consumers: int, producers: int, target_depth: int,

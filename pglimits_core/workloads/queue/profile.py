@@ -9,11 +9,37 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 from pglimits_core.profiles import CliffSearch, ForVariants, Strict
 
 
-class ThroughputSweep(ForVariants):
+class MoreConsumers(ForVariants):
+    """Consumer counts measured for the named variants only (e.g. 64, where contention is the
+    point), on top of the sweep's ``consumers``."""
+
+    variants: list[str] = Field(min_length=1)
     consumers: list[PositiveInt] = Field(min_length=1)
+
+
+class MoreRates(ForVariants):
+    """Offered rates measured for the named variants only (those whose burn-down can reach
+    them), on top of the sweep's ``rates``."""
+
+    variants: list[str] = Field(min_length=1)
+    rates: list[PositiveFloat] = Field(min_length=1)
+
+
+class ThroughputSweep(ForVariants):
+    """``prefill`` is the most a point prefills: a variant's first point, then the size its
+    earlier points justify (``prefill_size.py``) when ``size_prefill`` (the default)."""
+
+    consumers: list[PositiveInt] = Field(min_length=1)
+    more_consumers: MoreConsumers | None = None
     prefill: PositiveInt
+    size_prefill: bool = True
     duration_s: PositiveFloat
     warmup_s: PositiveFloat = 1.0
+
+    def consumers_for(self, label: str) -> list[int]:
+        """The consumer counts of variant ``label``, ascending (the prefill sizing learns upward)."""
+        more = self.more_consumers.consumers if self.more_consumers and self.more_consumers.includes(label) else []
+        return sorted(set(self.consumers) | set(more)) if self.includes(label) else []
 
 
 class SteadySweep(ForVariants):
@@ -28,10 +54,16 @@ class SteadySweep(ForVariants):
 
 class LatencySweep(ForVariants):
     rates: list[PositiveFloat] = Field(min_length=1)
+    more_rates: MoreRates | None = None
     producers: PositiveInt = 2
     consumers: PositiveInt = 2
     duration_s: PositiveFloat
     warmup_s: PositiveFloat = 1.0
+
+    def rates_for(self, label: str) -> list[float]:
+        """The offered rates of variant ``label``, ascending."""
+        more = self.more_rates.rates if self.more_rates and self.more_rates.includes(label) else []
+        return sorted(set(self.rates) | set(more)) if self.includes(label) else []
 
 
 class QueueCliffSearch(CliffSearch):
@@ -94,6 +126,17 @@ class CeilingSweep(ForVariants):
     requests: PositiveInt = 100_000
 
 
+class HarnessBench(CeilingSweep):
+    """``pglimits bench harness`` as points of the study (``harness_points.py``): per variant and
+    client count, the harness's closed-loop burn-down, then the same statements through the C
+    tool on a queue in the same state (fresh, prefilled, settled), back to back, so every
+    block of records carries its own machine's harness/C-tool ratio. Small: ~1-2 minutes."""
+
+    clients: list[PositiveInt] = Field(default_factory=lambda: [4], min_length=1)
+    duration_s: PositiveInt = 3
+    prefill: PositiveInt = 60_000
+
+
 class QueueProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
@@ -105,3 +148,4 @@ class QueueProfile(Strict):
     recovery: RecoveryDrill | None = None
     backup: BackupDrill | None = None
     ceiling: CeilingSweep | None = None
+    harness_bench: HarnessBench | None = None

@@ -23,9 +23,11 @@ HOW_TO_READ = (
 
 
 def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
-    """How to read it (and where the full tables are), the headline table, then the crash drill
-    and consumer-crash blocks."""
+    """How to read it (and where the full tables are), the headline table, who kept up at each
+    offered rate, this machine's harness/C-tool ratio, then the crash drill and consumer-crash
+    blocks."""
     lines = [f"{HOW_TO_READ} {links}", "", headline_table(tables).to_markdown(index=False), ""]
+    lines += kept_up_lines(tables.get("latency")) + harness_bench_lines(tables.get("harness_bench"))
     return (lines + recovery_lines(tables.get("recovery")) + consumer_crash_lines(tables.get("consumer_crash"))
             + fairness_lines(tables.get("fairness")) + backup_lines(tables.get("backup")))
 
@@ -68,10 +70,8 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     if not tables["steady"].empty:
         head["steady-state jobs/s, peak @consumers"] = _peak(tables["steady"])
     for rate, group in tables["latency"].groupby("offered_per_s"):
-        med = group.groupby("variant").agg(p99=("e2e_p99_ms", "median"), low=("e2e_p99_ms", "min"),
-                                           high=("e2e_p99_ms", "max"), ok=("sustained", "all"),
-                                           bound=("client_bound", any_verdict))
-        head[f"e2e p99 ms at {rate:,.0f}/s"] = med.apply(_latency_cell, axis=1)
+        head[f"e2e p99 ms at {rate:,.0f}/s"] = pd.Series({variant: _latency_cell(runs)
+                                                          for variant, runs in group.groupby("variant")})
     if not tables["cliff"].empty:
         head["highest sustained rate (cliff), msg/s"] = tables["cliff"].set_index("variant").apply(_cliff_cell, axis=1)
     head = head.rename_axis("variant").reset_index()
@@ -81,12 +81,56 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         columns={"durability_class": "durability class"}).fillna("—")
 
 
-def _latency_cell(point) -> str:
-    """Median p99 over the runs (min–max), ᶜ when any run was client-bound."""
-    if not point.ok:
-        return "not sustained"
-    spread = f" ({point.low:.2f}–{point.high:.2f})" if point.high > point.low else ""
-    return f"{point.p99:.2f}{spread}" + (" ᶜ" if point.bound else "")
+def _latency_cell(runs: pd.DataFrame) -> str:
+    """Median p99 over the runs (min–max), ᶜ when any run was client-bound; a rate held in only
+    some runs says in how many (k of n), with the p99 of those runs; in none: "not sustained"."""
+    held = runs[runs.sustained.astype(bool)]
+    if held.empty:
+        return f"not sustained (0 of {len(runs)} runs)"
+    p99 = held.e2e_p99_ms
+    spread = f" ({p99.min():.2f}–{p99.max():.2f})" if p99.max() > p99.min() else ""
+    cell = f"{p99.median():.2f}{spread}" + (" ᶜ" if any_verdict(held.client_bound) else "")
+    return cell if len(held) == len(runs) else f"{cell} (sustained in {len(held)} of {len(runs)} runs)"
+
+
+def kept_up_lines(latency: pd.DataFrame | None) -> list[str]:
+    """Who kept up at each offered rate, in k of n runs, from the latency records."""
+    if latency is None or latency.empty:
+        return []
+    parts = [f"at {rate:,.0f}/s {_kept_up(group)}" for rate, group in latency.groupby("offered_per_s")]
+    return ["**Who kept up** (open loop: producers held the offered rate and consumers kept up with it, "
+            "k of n runs): " + "; ".join(parts) + ".", ""]
+
+
+def _kept_up(group: pd.DataFrame) -> str:
+    held = group.groupby("variant").sustained.agg(lambda s: int(s.astype(bool).sum()))
+    runs = group.groupby("variant").size()
+    every, some = held[held == runs], held[(held > 0) & (held < runs)]
+    if held.sum() == 0:
+        return f"no design in any run ({len(runs)} designs)"
+    text = f"{len(every)} of {len(runs)} designs in every run" if len(every) else "no design in every run"
+    text += "".join(f", {variant} in {held[variant]} of {runs[variant]}" for variant in some.index)
+    return text + (f", the other {len(runs) - len(every) - len(some)} in none" if len(every) + len(some) < len(runs) else "")
+
+
+def harness_bench_lines(bench: pd.DataFrame | None) -> list[str]:
+    """This machine's harness/C-tool ratio (the ``harness_bench`` experiment), or that these
+    records lack it."""
+    intro = "**Harness vs C tool on this machine** (the same statements, same clients, back to back): "
+    if bench is None or bench.empty:
+        return [intro + "not measured in these records (`pglimits bench harness` measures it).", ""]
+    pairs = [f"{r.variant} @{r.clients:.0f}: harness {_rate(r.harness_consume_per_s)} / {r.tool} "
+             f"{_rate(r.tool_consume_per_s)} consumed jobs/s = {_ratio(r.harness_over_tool)}; "
+             f"server CPU per job agrees: {r.server_cpu_agrees}" for r in bench.itertuples()]
+    return [intro + "; ".join(pairs) + ".", ""]
+
+
+def _rate(value) -> str:
+    return "—" if value is None or pd.isna(value) else f"{value:,.0f}"
+
+
+def _ratio(value) -> str:
+    return "—" if value is None or pd.isna(value) else f"{value:.2f}×"
 
 
 def _cliff_cell(point) -> str:

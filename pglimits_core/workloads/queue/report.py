@@ -9,6 +9,7 @@ import pandas as pd
 from pglimits_core.analysis.report import flag_points
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.queue.ceiling_tables import CAPTION as CEILING_CAPTION
+from pglimits_core.workloads.queue.ceiling_tables import HARNESS_BENCH_CAPTION
 from pglimits_core.workloads.queue.drills.backup_tables import BACKUP_CAPTION
 from pglimits_core.workloads.queue.drills.consumer_crash_tables import CONSUMER_CRASH_CAPTION
 from pglimits_core.workloads.queue.seed import AGREEMENT_SLACK
@@ -27,10 +28,16 @@ CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b>
                      "<code>runs</code> counts the runs behind the number, <code>runs_recorded</code> every run "
                      "of the point. End-to-end latency runs from each message's intended send time to its claim.")
 
-CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)",
+HEAD_TO_HEAD = ("; server_cpu_us_per_job = the server's own CPU per job (µs; every server process the sampler "
+                "saw, Postgres parallel and autovacuum workers included); verdict_class = who set the limit "
+                "(analysis/verdict.py) against `versus`, the best design on the other side (Postgres / not "
+                "Postgres) in the same durability class at the same point")
+CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)" + HEAD_TO_HEAD,
             "steady": "Steady state per consumer count (producers hold a target depth; ≥ = producer-bound)",
             "latency": "Latency at matched offered rates (open loop; enqueue from the intended start, "
-                       "end to end from the intended send time to the claim)",
+                       "end to end from the intended send time to the claim)" + HEAD_TO_HEAD
+                       + " (idle polls included in the CPU per job; a design whose best burn-down run, with no "
+                         "producers, stays below the rate is not comparable here)",
             "cliff": "The cliff: highest sustainable rate and the first rate that failed",
             "cliff_points": "Every rate-search probe",
             "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
@@ -38,6 +45,7 @@ CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down,
             "consumer_crash": CONSUMER_CRASH_CAPTION,
             "backup": BACKUP_CAPTION,
             "ceiling": CEILING_CAPTION,
+            "harness_bench": HARNESS_BENCH_CAPTION,
             "fairness": "Fairness: how evenly the consumers shared the acknowledged messages, per run (warm-up and "
                         "window): Jain's index (1 = equal shares, 1/n = one consumer did everything) and the "
                         "least / most a consumer did as a share of the mean; medians over the runs. Batched claims "
@@ -56,7 +64,9 @@ SEED_NOTES = ["Queue: <b>both sides from one durability class</b> (one row per c
             "durability is quoted beside it. Verdict: <b>agree</b> when our ratio lies within the seed's "
             f"range widened ×{AGREEMENT_SLACK} each way; <b>same direction, different size</b> when the same "
             "system wins; <b>differ</b> when the other one does, or when one of ours did not sustain the rate "
-            "the seed measured both at (the reason is stated); <b>not compared</b> when no durability class "
+            "the seed measured both at (the reason is stated); <b>not comparable here</b> when a design cannot "
+            "reach that rate on this box at all (its best burn-down run, consumers alone, stays below it); "
+            "<code>verdict class</code> = who set the limit (analysis/verdict.py); <b>not compared</b> when no durability class "
             "was measured on both sides (the ratio is then shown as context only). The seed's Redis "
             "baseline was pipelined, so ours is the pipelined variant. Latency pairs use the seed's offered "
             "rate; a pair measured only at another rate is shown for context and judged <b>not "

@@ -8,7 +8,10 @@ from the queue tables (which come from run records only), never typed.
 Both sides of a ratio come from one durability class (fsync per commit / periodic / none), so a
 ratio never compares different promises: SQLite vs Postgres at matched per-commit durability is
 SQLite ``synchronous=FULL`` vs Postgres ``synchronous_commit=on``. A latency side that did not
-sustain the seed's rate here is a finding ("differ", with the reason), not a missing number.
+sustain the seed's rate here is a finding ("differ", with the reason), not a missing number —
+unless its design cannot reach that rate on this box at all (its best closed-loop burn-down, with
+no producers, stayed below it: ``head_to_head.reach``): then the pair is "not comparable here",
+by the one who-set-the-limit rule (``analysis.verdict.decide``), whose class every row carries.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pandas as pd
 from pglimits_core.analysis.flags import flag_set
 from pglimits_core.analysis.seed import AGREEMENT_SLACK, floor_could_move_it, verdict  # noqa: F401
 from pglimits_core.analysis.seed import range_text as _range_text
+from pglimits_core.analysis.verdict import NOT_COMPARABLE, Side, decide
 from pglimits_core.workloads.queue.durability_tables import (
     CLASSES,
     UNKNOWN,
@@ -27,6 +31,7 @@ from pglimits_core.workloads.queue.durability_tables import (
     ensure_class,
     label,
 )
+from pglimits_core.workloads.queue.head_to_head import Reach, cannot_reach, reach
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,8 @@ class Measured:
     durability_class: str = UNKNOWN
     lower_bound: bool = False  # a throughput floor ("≥"): the consumers could do at least this
     shortfall: str = ""  # a latency side that did not sustain the rate: why (a finding, not a number)
+    side: Side | None = None  # the side as the who-set-the-limit rule judges it
+    unreachable: str = ""  # the design cannot reach the rate on this box at all: why
 
 
 def _of_class(table: pd.DataFrame, design_name: str, durability_class: str | None) -> pd.DataFrame:
@@ -136,8 +143,25 @@ def _throughput_point(table: pd.DataFrame, designs: tuple[str, ...], consumers: 
         notes = [f"consumers={int(best.consumers)}"] + (["client-bound"] if flag_set(best.client_bound) else [])
         notes += [f"lower bound: {best.lower_bound_why}"] if lower else []
         return Measured(best.variant, float(best.jobs_per_s), "; ".join(notes),
-                        durability_class=best.durability_class, lower_bound=lower)
+                        durability_class=best.durability_class, lower_bound=lower, side=_throughput_side(best))
     return None
+
+
+def _throughput_side(row: pd.Series) -> Side:
+    cpu = _known(row.get("server_cpu_us_per_job"))
+    low, high = _known(row.get("min_server_cpu_us_per_job")), _known(row.get("max_server_cpu_us_per_job"))
+    least, most = _known(row.get("min_jobs_per_s")), _known(row.get("max_jobs_per_s"))
+    return Side(row.variant, float(row.jobs_per_s), client_bound=_verdict_of(row.get("client_bound")),
+                server_cpu_us_per_op=cpu, value_range=(least, most) if least and most else None,
+                cpu_range=(low, high) if low and high else None)
+
+
+def _known(value) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _verdict_of(value) -> bool | None:
+    return None if value is None or pd.isna(value) else bool(value)
 
 
 def _matched_rate(table: pd.DataFrame, a: str, b: str, wanted: float) -> float | None:
@@ -151,10 +175,10 @@ def _matched_rate(table: pd.DataFrame, a: str, b: str, wanted: float) -> float |
     return float(min(shared, key=lambda rate: abs(rate - wanted)))
 
 
-def _latency_point(table: pd.DataFrame, variant: str, rate: float) -> Measured:
+def _latency_point(table: pd.DataFrame, variant: str, rate: float, reaches: dict[str, Reach]) -> Measured:
     """The median p99 over the repetitions at ``rate`` (the latency table has a row per run); a
     repetition that fell short of the rate makes the side a shortfall; client-bound in any run
-    travels as a flag."""
+    travels as a flag; a design that cannot reach the rate on this box at all says why."""
     rows = table[(table.variant == variant) & (table.offered_per_s == rate)]
     short = sum(_flag_false(value) for value in rows.sustained)
     flags = [f"at {rate:,.0f}/s, median of {int(rows.e2e_p99_ms.notna().sum())}"]
@@ -162,9 +186,14 @@ def _latency_point(table: pd.DataFrame, variant: str, rate: float) -> Measured:
     # late sends and the backlog left then are not in it
     flags += [f"not sustained in {short} of {len(rows)} runs: the p99 is a floor"] if short else []
     flags += ["client-bound"] if any(flag_set(value) for value in rows.client_bound) else []
-    shortfall = f"{variant} did not sustain {rate:,.0f}/s here ({short} of {len(rows)} runs)" if short else ""
-    return Measured(variant, float(rows.e2e_p99_ms.median()), "; ".join(flags), rate,
-                    rows.durability_class.iloc[0], shortfall=shortfall)
+    shortfall = (f"{variant} did not sustain {rate:,.0f}/s here (fell short in {short} of {len(rows)} runs)"
+                 if short else "")
+    p99, unreachable = float(rows.e2e_p99_ms.median()), cannot_reach(reaches, variant, rate)
+    bound = [bool(v) for v in rows.client_bound if v is not None and not pd.isna(v)]
+    side = Side(variant, 1000 / p99 if p99 else None, reaches_rate=not unreachable,
+                client_bound=True if any(bound) else (False if bound and len(bound) == len(rows) else None))
+    return Measured(variant, p99, "; ".join(flags), rate, rows.durability_class.iloc[0], shortfall=shortfall,
+                    side=side, unreachable=unreachable)
 
 
 def _flag_false(value) -> bool:
@@ -172,8 +201,8 @@ def _flag_false(value) -> bool:
     return value is not None and not pd.isna(value) and not bool(value)
 
 
-def _latency_pair(table: pd.DataFrame, claim: SeedClaim,
-                  durability_class: str | None) -> tuple[Measured | None, Measured | None]:
+def _latency_pair(table: pd.DataFrame, claim: SeedClaim, durability_class: str | None,
+                  reaches: dict[str, Reach]) -> tuple[Measured | None, Measured | None]:
     if table.empty:
         return None, None
     table = ensure_class(table)
@@ -185,16 +214,16 @@ def _latency_pair(table: pd.DataFrame, claim: SeedClaim,
             a, b = sorted(a_rows.variant.unique())[0], sorted(b_rows.variant.unique())[0]
             rate = _matched_rate(table, a, b, claim.rate or 0)
             if rate is not None:
-                return _latency_point(table, a, rate), _latency_point(table, b, rate)
+                return _latency_point(table, a, rate, reaches), _latency_point(table, b, rate, reaches)
     return None, None
 
 
 def measured_pair(claim: SeedClaim, tables: dict[str, pd.DataFrame],
                   durability_class: str | None = None) -> tuple[Measured | None, Measured | None]:
     """Our A and B for ``claim`` within one durability class (None: the first measured of any)."""
-    if claim.metric == "e2e_p99":
-        return _latency_pair(tables.get("latency", pd.DataFrame()), claim, durability_class)
     throughput = tables.get("throughput", pd.DataFrame())
+    if claim.metric == "e2e_p99":
+        return _latency_pair(tables.get("latency", pd.DataFrame()), claim, durability_class, reach(throughput))
     consumers = 1 if claim.metric == "throughput_1" else None
     return (_throughput_point(throughput, claim.a_designs, consumers, durability_class),
             _throughput_point(throughput, claim.b_designs, consumers, durability_class))
@@ -207,6 +236,10 @@ def judge(claim: SeedClaim, a: Measured | None, b: Measured | None) -> tuple[flo
     if claim.rate and a.rate != claim.rate:
         # a p99 at another rate is shown for context, but it is not the seed's figure
         return None, f"not comparable: not offered {claim.rate:,.0f}/s here (ours at {a.rate:,.0f}/s)"
+    unreachable = [side.unreachable for side in (a, b) if side.unreachable]
+    if unreachable:
+        # not even consumers alone reach the rate here: "differ" would describe the box, not the systems
+        return None, f"{NOT_COMPARABLE}: " + "; ".join(unreachable)
     shortfalls = [side.shortfall for side in (a, b) if side.shortfall]
     if shortfalls:
         # the seed sustained this rate on both sides: one of ours not sustaining it is the finding
@@ -248,12 +281,14 @@ def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured 
                   f"B {label(b.durability_class)}); the ratio is context only")
     low, high = claim.seed_ratio_range()
     unit = "jobs/s" if claim.metric.startswith("throughput") else "ms p99"
+    judged_by = decide(a.side, b.side).klass if durability_class and a and b and a.side and b.side else "—"
     return {"source": claim.source, "figure": claim.what,
             "durability class (ours, both sides)": label(durability_class) if durability_class else "—",
             "A / B": f"{claim.a_label} / {claim.b_label}", "seed durability": claim.seed_durability,
             "seed A": _seed_text(claim.seed_a, unit), "seed B": _seed_text(claim.seed_b, unit),
             "seed ratio A/B": _range_text(low, high), "ours A": _ours_text(a, unit), "ours B": _ours_text(b, unit),
-            "our ratio A/B": None if ratio is None else round(ratio, 2), "verdict": judged}
+            "our ratio A/B": None if ratio is None else round(ratio, 2), "verdict": judged,
+            "verdict class": judged_by}
 
 
 def _seed_text(value: tuple[float, float], unit: str) -> str:

@@ -13,7 +13,11 @@ from pglimits_core.analysis.runs import busy_neighbour, by_role, entry_rows, mea
 from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 from pglimits_core.workloads.queue import health as queue_health
-from pglimits_core.workloads.queue.ceiling_tables import ceiling_table
+from pglimits_core.workloads.queue.ceiling_tables import (
+    ceiling_table,
+    harness_bench_table,
+    server_cpu_us_per_job,
+)
 from pglimits_core.workloads.queue.drills import consumer_crash_tables as queue_consumer_crash
 from pglimits_core.workloads.queue.drills import recovery_tables as queue_recovery
 from pglimits_core.workloads.queue.durability_tables import (
@@ -22,6 +26,7 @@ from pglimits_core.workloads.queue.durability_tables import (
     run_class,
     sort_by_class,
 )
+from pglimits_core.workloads.queue.head_to_head import latency_verdicts, reach, throughput_verdicts
 
 COLUMNS = ("run_id", "experiment", "variant", "durability_class", "role", "consumers")
 # Why a run's rate is only a floor for its consumers, per experiment.
@@ -135,6 +140,7 @@ def _sweep_point(runs: pd.DataFrame) -> dict:
     censored = len(floors) and len(measured) and floors.items_per_s.max() > measured.items_per_s.min()
     used = measured if len(measured) and not censored else runs
     rates, first = used.items_per_s.dropna(), runs.iloc[0]
+    cpu = server_cpu_us_per_job(_column(used, "server_cpu_pct"), used.items_per_s).dropna()
     lower = measured.empty or bool(censored)
     return {"variant": first.variant, "durability_class": first.durability_class, "consumers": first.consumers,
             "jobs_per_s": rates.median(), "min_jobs_per_s": rates.min(), "max_jobs_per_s": rates.max(),
@@ -142,7 +148,11 @@ def _sweep_point(runs: pd.DataFrame) -> dict:
             "lower_bound_why": "" if not lower else (f"{len(floors)} of {len(runs)} runs: "
                                                     if censored else "") + floors.lower_bound_why.iloc[0],
             "backlog_ran_out": bool(runs.backlog_ran_out.any()), "depth_not_held": bool(runs.depth_not_held.any()),
-            "client_bound": any_verdict(used.client_bound), "lost": runs.lost.sum(),
+            "client_bound": any_verdict(used.client_bound),
+            # the server's own CPU per job (µs; every server process the sampler saw), median (min–max)
+            "server_cpu_us_per_job": cpu.median() if len(cpu) else None,
+            "min_server_cpu_us_per_job": cpu.min() if len(cpu) else None,
+            "max_server_cpu_us_per_job": cpu.max() if len(cpu) else None, "lost": runs.lost.sum(),
             "duplicates": runs.duplicates.sum(), "worker_busy_events": _median(used, "worker_busy_events")}
 
 
@@ -157,6 +167,11 @@ def rate_text(point, where: str = "") -> str:
     notes += [point.lower_bound_why] if point.lower_bound else []
     value = ("≥ " if point.lower_bound else "") + f"{point.jobs_per_s:,.0f}" + (f" {where}" if where else "")
     return value + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _column(rows: pd.DataFrame, column: str) -> pd.Series:
+    """``rows[column]``, or NaN throughout where the records lack it."""
+    return rows[column] if column in rows else pd.Series(float("nan"), index=rows.index)
 
 
 def _median(rows: pd.DataFrame, column: str) -> float | None:
@@ -188,6 +203,8 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
         "claim_p50_ms": consumer.get("claim_p50_ms"), "claim_p99_ms": consumer.get("claim_p99_ms"),
         "e2e_p50_ms": consumer.get("end_to_end_p50_ms"), "e2e_p95_ms": consumer.get("end_to_end_p95_ms"),
         "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "client_bound": producer.client_bound,
+        # server CPU µs per consumed message, the consumers' idle polls included (see resources)
+        "server_cpu_us_per_job": server_cpu_us_per_job(_column(producer, "server_cpu_pct"), consumed),
         "lost": producer.lost, "duplicates": producer.duplicates})
     return sort_by_class(table, ["offered_per_s", "variant"])
 
@@ -268,8 +285,9 @@ def fairness_table(frame: pd.DataFrame, experiments: tuple[str, ...] = ("through
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every queue table of one frame of runs, by name."""
-    tables = {"throughput": throughput_table(frame), "steady": throughput_table(frame, "steady"),
-              "latency": latency_table(frame), "cliff_points": cliff_points(frame)}
+    throughput = throughput_table(frame)
+    tables = {"throughput": throughput_verdicts(throughput), "steady": throughput_table(frame, "steady"),
+              "latency": latency_verdicts(latency_table(frame), reach(throughput)), "cliff_points": cliff_points(frame)}
     tables["cliff"] = cliff_table(tables["cliff_points"])
     tables["resources"] = queue_health.resources_table(frame)
     tables["queue_health"] = queue_health.queue_health_table(frame)
@@ -280,4 +298,6 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables["fairness"] = fairness_table(frame)
     if not (ceiling := ceiling_table(frame)).empty:  # only where C-tool points were run
         tables["ceiling"] = ceiling
+    if not (bench := harness_bench_table(frame)).empty:  # only where the harness benchmark was run
+        tables["harness_bench"] = bench
     return tables

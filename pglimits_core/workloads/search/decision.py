@@ -8,7 +8,7 @@ import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, ratio_range, usable
 from pglimits_core.analysis.verdict import Side
-from pglimits_core.workloads.search.systems.registry import SERVER_FOR
+from pglimits_core.workloads.search.head_to_head import is_engine, is_postgres_ranked, side_of
 
 COLUMNS = ("variant", "system", "stream", "clients", "median_matches", "qps", "min_qps", "max_qps",
            "client_bound", "server_cpu_pct")
@@ -18,12 +18,10 @@ def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
     crossover = tables.get("crossover")
     if not usable(crossover, *COLUMNS):
         return []
-    ranked = crossover["variant"].astype(str).str.split().str[-1] == "ranked"
-    on_postgres = crossover["system"].map(SERVER_FOR) == "postgres"
     cells = []
     for (stream, clients), rows in crossover.groupby(["stream", "clients"], sort=False):
-        pg = _fastest(rows[ranked.loc[rows.index] & on_postgres.loc[rows.index]])
-        lucene = _fastest(rows[~on_postgres.loc[rows.index]])
+        pg = _fastest(rows[rows.apply(is_postgres_ranked, axis=1)])
+        lucene = _fastest(rows[rows["system"].map(is_engine)])
         cells.append(_cell(stream, clients, pg, lucene))
     return cells
 
@@ -34,13 +32,8 @@ def _fastest(rows: pd.DataFrame) -> pd.Series | None:
 
 
 def _side(row: pd.Series | None) -> Side | None:
-    if row is None:
-        return None
-    # server CPU (% of one core) over queries/s: the server's µs per query
-    cpu = row["server_cpu_pct"] / 100 * 1e6 / row["qps"] if pd.notna(row["server_cpu_pct"]) and row["qps"] else None
-    bound = row["client_bound"]
-    return Side(str(row["variant"]), float(row["qps"]), client_bound=None if pd.isna(bound) else bool(bound),
-                server_cpu_us_per_op=cpu, value_range=(float(row["min_qps"]), float(row["max_qps"])))
+    """The same side the crossover table's verdict column judges (``head_to_head.side_of``)."""
+    return None if row is None else side_of(row)
 
 
 def _cell(stream: str, clients, pg: pd.Series | None, lucene: pd.Series | None) -> Cell:

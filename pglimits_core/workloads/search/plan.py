@@ -4,7 +4,8 @@ Load (every system's index built from scratch, timed) and correctness (every que
 every variant) come first: a variant that answers wrongly is not measured. Then repetitions as
 rounds over the throughput sweeps — within a round every stream, client count and variant in
 turn, so drift on the shared box spreads over every system — then the crossover (match-set size
-buckets) and the latency points, whose offered rates come from this run's throughput records.
+buckets), the load-tool ceilings (``ceiling.py``: the same query through pgbench and vegeta)
+and the latency points, whose offered rates come from this run's throughput records.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.search.ceiling import ceiling_points
 from pglimits_core.workloads.search.correctness import correctness_point
 from pglimits_core.workloads.search.loading import load_point
+from pglimits_core.workloads.search.mechanism import SYSTEM as MECHANISM_SYSTEM
+from pglimits_core.workloads.search.mechanism import mechanism_point
 from pglimits_core.workloads.search.points import crossover_point, latency_point, throughput_point
 from pglimits_core.workloads.search.prepared import Setup, prepared
 from pglimits_core.workloads.search.queries import decade_streams
@@ -39,7 +43,7 @@ def variants_of(section: Any) -> list[SearchVariant]:
         twice = next(label for label in labels if labels.count(label) > 1)
         raise PGLimitsError(f"search.variants lists {twice!r} twice", "give each variant once")
     sweeps = [*(("throughput", s) for s in section.throughput), ("crossover", section.crossover),
-              ("latency", section.latency)]
+              ("latency", section.latency), ("ceiling", section.ceiling)]
     for name, sweep in sweeps:
         unknown = [label for label in getattr(sweep, "variants", None) or [] if label not in labels]
         if unknown:
@@ -54,6 +58,7 @@ def prepare(section: Any, profile: Any) -> None:
     data = prepared(setup)
     streams = {stream for sweep in section.throughput for stream in sweep.streams}
     streams |= set(section.latency.streams) if section.latency else set()
+    streams |= set(section.ceiling.streams) if section.ceiling else set()
     for stream in sorted(streams):
         data.queries.stream(stream, setup.seed)  # raises, naming the fix, if it has no queries
 
@@ -74,6 +79,8 @@ def plan(section: Any, profile: Any) -> list[Point]:
     for rep in range(section.repetitions):
         points += throughput_round(section, setup, variants, rep)
     points += crossover_points(section, setup, variants)
+    points += mechanism_points(section, setup, systems)
+    points += ceiling_points(section.ceiling, setup, variants)
     return points + latency_points(section, setup, variants)
 
 
@@ -93,6 +100,17 @@ def crossover_points(section: Any, setup: Setup, variants: list[SearchVariant]) 
                   duration_s=cross.duration_s, warmup_s=cross.warmup_s, repetition=rep)
             for rep in range(section.repetitions) for stream in streams
             for v in variants if cross.includes(v.label)]
+
+
+def mechanism_points(section: Any, setup: Setup, systems: list[str]) -> list[Point]:
+    """The EXPLAIN probe of Postgres's two statements per crossover bucket (``mechanism.py``)."""
+    if section.mechanism is None:
+        return []
+    if section.crossover is None or MECHANISM_SYSTEM not in systems:
+        raise PGLimitsError(f"search.mechanism probes the crossover's buckets on {MECHANISM_SYSTEM}",
+                            f"add search.crossover and a {MECHANISM_SYSTEM} variant, or drop search.mechanism")
+    return [point("mechanism", load_variant(MECHANISM_SYSTEM), mechanism_point, setup=setup,
+                  repeats=section.mechanism.repeats)]
 
 
 def latency_points(section: Any, setup: Setup, variants: list[SearchVariant]) -> list[Point]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
 
 from pglimits_core.profiles import ForVariants, Strict
 
@@ -72,6 +72,28 @@ class LatencySweep(ForVariants):
     _streams = field_validator("streams")(known_streams)
 
 
+class CeilingSweep(ForVariants):
+    """The measured query through each system's own load tool (``ceiling.py``): pgbench for
+    Postgres, vegeta (HTTP) for the Lucene engines, closed loop at each of ``clients``, for
+    ``warmup_s + duration_s`` whole seconds (pgbench's ``-T`` takes whole seconds), in each of
+    ``streams``. Empty ``variants``: every variant whose system has a tool."""
+
+    clients: list[PositiveInt] = Field(min_length=1)
+    streams: list[str] = Field(default_factory=lambda: ["mixed"], min_length=1)
+    duration_s: PositiveInt = 3
+    warmup_s: NonNegativeInt = 1
+
+    _streams = field_validator("streams")(known_streams)
+
+
+class MechanismProbe(Strict):
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of the ranked and unranked Postgres statements over every
+    crossover bucket's queries (``mechanism.py``), ``repeats`` runs each (the fastest counts).
+    Needs the crossover (its buckets) and a ``pg_gin`` variant."""
+
+    repeats: PositiveInt = 3
+
+
 class SearchProfile(Strict):
     #: ``{system: pg_gin}`` (ranked, ``ranked: false`` for the unranked match),
     #: ``{system: elasticsearch}``, ``{system: opensearch}``
@@ -88,3 +110,5 @@ class SearchProfile(Strict):
     throughput: list[ThroughputSweep] = Field(min_length=1)
     crossover: CrossoverSweep | None = None
     latency: LatencySweep | None = None
+    ceiling: CeilingSweep | None = None
+    mechanism: MechanismProbe | None = None

@@ -11,6 +11,11 @@ from pglimits_core.analysis.report import flag_points
 from pglimits_core.analysis.runs import busy_neighbour
 from pglimits_core.analysis.seed import AGREEMENT_SLACK, floor_could_move_it, verdict
 from pglimits_core.plotting.html_report import Section
+from pglimits_core.workloads.search.ceiling_tables import CAPTION as CEILING_CAPTION
+from pglimits_core.workloads.search.extensions import CAPTION as EXTENSIONS_CAPTION
+from pglimits_core.workloads.search.extensions import NOTE as EXTENSIONS_NOTE
+from pglimits_core.workloads.search.extensions import extension_lines
+from pglimits_core.workloads.search.mechanism import CAPTION as MECHANISM_CAPTION
 
 SETUP = (
     "Postgres: a <code>tsvector</code> column generated with the <code>simple</code> configuration, a GIN index, "
@@ -57,6 +62,9 @@ CAPTIONS = {
     "crossover": "The crossover: throughput and service time per bucket of match-set size",
     "latency": "Latency at matched rates (open loop, from the intended start; the same offered rate for every system)",
     "ranking": "Ranking agreement of the top 10s",
+    "ceiling": CEILING_CAPTION,
+    "mechanism": MECHANISM_CAPTION,
+    "extensions": EXTENSIONS_CAPTION,
 }
 
 SEED_FIGURE = "full-text search, ranked 2-term AND, 32 clients"
@@ -86,10 +94,11 @@ def search_flags(table: pd.DataFrame) -> pd.DataFrame:
 def report_sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]
                     ) -> tuple[list[Section], list[Section]]:
     shown = [(CAPTIONS[k], search_flags(tables[k])) for k in ("load", "correctness", "peak", "latency", "crossover",
-                                                            "ranking") if k in tables]
+                                                            "mechanism", "ceiling", "ranking", "extensions")
+             if k in tables]
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
     return ([Section("Full-text search: Postgres GIN vs Elasticsearch and OpenSearch",
-                     [SETUP, CORRECTNESS, FAIRNESS, CLIENT, RANKING], shown),
+                     [SETUP, CORRECTNESS, FAIRNESS, CLIENT, RANKING, EXTENSIONS_NOTE], shown),
              Section("Full-text search: figures", figures=pngs)],
             [Section("Full-text search: every throughput point", tables=[(CAPTIONS["throughput"],
                                                                         search_flags(tables["throughput"]))],
@@ -128,10 +137,14 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     if not latency.empty:
         lines += ["Latency at matched rates (open loop, p99 ms from the intended start; the same offered rate for "
                   "every system):", "", latency.to_markdown(index=False), ""]
+    ceiling = ceiling_summary(tables.get("ceiling", pd.DataFrame()))
+    if not ceiling.empty:
+        lines += ["Load-tool ceiling (the same query through pgbench / vegeta, closed loop; harness = the "
+                  "throughput sweep at as many clients):", "", ceiling.to_markdown(index=False), ""]
     ranking = ranking_summary(tables.get("ranking", pd.DataFrame()))
     if ranking:
         lines += [ranking, ""]
-    return lines
+    return lines + extension_lines(tables.get("extensions", pd.DataFrame()))
 
 
 def load_summary(load: pd.DataFrame) -> pd.DataFrame:
@@ -162,6 +175,27 @@ def _tail(row) -> str:
     if pd.notna(row.p99_ms):
         return f"{row.p99_ms:.1f}"
     return f"p95 {row.p95_ms:.1f}" if pd.notna(row.get("p95_ms")) else "—"
+
+
+def ceiling_summary(ceiling: pd.DataFrame) -> pd.DataFrame:
+    """Per tool point: tool qps, harness qps, their ratio and server µs per query under each."""
+    if ceiling.empty:
+        return pd.DataFrame()
+    return pd.DataFrame({
+        "variant": ceiling.variant, "stream": ceiling.stream, "clients": ceiling.clients, "tool": ceiling.tool,
+        "tool qps": ceiling.tool_qps.map(number("{:,.0f}")),
+        "harness qps": pd.to_numeric(ceiling.harness_qps, errors="coerce").map(number("{:,.0f}")),
+        "harness / tool": ceiling.harness_over_tool.map(number("{:.2f}")),
+        "server µs/query (tool)": ceiling.server_cpu_us_per_query.map(number("{:,.0f}")),
+        "server µs/query (harness)": pd.to_numeric(ceiling.harness_server_cpu_us_per_query,
+                                                    errors="coerce").map(number("{:,.0f}")),
+        "tool client-bound": ceiling.client_bound.map(lambda b: "—" if b is None or pd.isna(b) else
+                                                      ("yes" if flag_set(b) else "no"))})
+
+
+def number(fmt: str):
+    """A formatter for ``Series.map``: ``fmt`` of the value, "—" where there is none."""
+    return lambda value: "—" if value is None or pd.isna(value) else fmt.format(value)
 
 
 def latency_summary(latency: pd.DataFrame) -> pd.DataFrame:

@@ -12,6 +12,10 @@ import pandas as pd
 
 from pglimits_core.analysis.flags import any_verdict, flag_set
 from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
+from pglimits_core.workloads.search.ceiling_tables import ceiling_table
+from pglimits_core.workloads.search.extensions import extension_table
+from pglimits_core.workloads.search.head_to_head import cpu_columns, verdict_columns
+from pglimits_core.workloads.search.mechanism import mechanism_table
 from pglimits_core.workloads.search.systems.registry import system_class
 
 MIB = 2 ** 20
@@ -43,6 +47,7 @@ def search_run_columns(manifest: dict) -> dict:
     columns: dict[str, Any] = {
         "stream": params.get("stream"), "clients": params.get("clients"), "run_s": run_s,
         "heap": (next(iter(manifest.get("servers", {}).values()), {}).get("settings") or {}).get("heap"),
+        "server_version": next(iter(manifest.get("servers", {}).values()), {}).get("version"),
     }
     experiment = params.get("experiment")
     if experiment == "load":
@@ -53,6 +58,8 @@ def search_run_columns(manifest: dict) -> dict:
                         "track_total_hits": outcome.get("track_total_hits"),
                         "examples": outcome.get("examples") or [], "by_group": outcome.get("by_group") or {},
                         "answers": outcome.get("queries") or []})
+    elif experiment == "mechanism":
+        columns["buckets"] = outcome.get("buckets") or []
     return columns
 
 
@@ -173,6 +180,7 @@ def qps_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.DataFra
                     "client_bound": any_verdict(runs.client_bound),
                     "client_cpu_pct": _med(runs.client_cpu_pct), "server_cpu_pct": _med(runs.server_cpu_pct),
                     "client_cpu_us_per_query": _med(client_us),
+                    **cpu_columns(runs),
                     "other_cpu_pct": _max(runs.other_cpu_pct), "busy_runs": int(runs.other_cpu_pct.map(busy_neighbour).sum()),
                     "errors": runs.errors.sum()})
     table = pd.DataFrame(out)
@@ -202,14 +210,17 @@ def peak_table(throughput: pd.DataFrame) -> pd.DataFrame:
     1 client (latency-bound: one query at a time)."""
     if throughput.empty:
         return pd.DataFrame()
+    groups = list(throughput.groupby(["variant", "stream"], sort=False))
+    bests = verdict_columns(pd.DataFrame([rows.loc[rows.qps.idxmax()] for _, rows in groups]), ["stream"])
     out = []
-    for (variant, stream), rows in throughput.groupby(["variant", "stream"], sort=False):
-        best = rows.loc[rows.qps.idxmax()]
+    for ((variant, stream), rows), (_, best) in zip(groups, bests.iterrows(), strict=True):
         one = rows[rows.clients == rows.clients.min()].iloc[0]
         out.append({"variant": variant, "stream": stream, "median_matches": best.median_matches,
                     f"qps @{int(one.clients)}": one.qps_text, "peak qps": best.qps, "peak @clients": int(best.clients),
                     "peak qps_text": f"{best.qps_text} @{int(best.clients)}",
-                    "p99 ms at peak": best.p99_ms, "client_bound at peak": best.client_bound})
+                    "p99 ms at peak": best.p99_ms, "client_bound at peak": best.client_bound,
+                    "server CPU µs/query at peak": best.server_cpu_us_per_query,
+                    "verdict vs pg_gin ranked": best.verdict_class, "ahead": best.verdict_ahead})
     return _ordered(pd.DataFrame(out), ["stream", "variant"])
 
 
@@ -288,6 +299,15 @@ def _mean(values: pd.Series) -> float | None:
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     throughput = qps_table(frame)
-    return {"load": load_table(frame), "correctness": correctness_table(frame), "throughput": throughput,
-            "peak": peak_table(throughput), "crossover": qps_table(frame, "crossover"),
-            "latency": latency_table(frame), "ranking": ranking_table(frame)}
+    tables = {"load": load_table(frame), "correctness": correctness_table(frame), "throughput": throughput,
+            "peak": peak_table(throughput), "crossover": crossover_table(frame),
+            "latency": latency_table(frame), "ranking": ranking_table(frame),
+            "ceiling": ceiling_table(frame, throughput), "mechanism": mechanism_table(frame)}
+    return {**tables, "extensions": extension_table(frame, tables)}
+
+
+def crossover_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """``qps_table`` of the crossover with the verdict of Postgres GIN ranked against each engine
+    in the same bucket at the same clients (``head_to_head``)."""
+    table = qps_table(frame, "crossover")
+    return table if table.empty else verdict_columns(table, ["stream", "clients"])

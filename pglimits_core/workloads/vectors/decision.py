@@ -1,28 +1,34 @@
 """Vectors' cells of the decision matrix: per recall target of the matched table (and client
-count), the fastest Postgres index that reaches the recall against the fastest Qdrant one, with
-each point's client-bound verdict from the sweep table (the rule decides on QPS when both are
-server-side) and the server's CPU per query."""
+count), the fastest Postgres index that reaches the recall against the fastest Qdrant one, each
+side built by ``matched.side`` (the one place a vectors row becomes a ``Side``): its QPS at the
+target, its client-bound verdict (the matched row's own; older matched tables take it from the
+sweep) and the server's CPU per query."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, usable
-from pglimits_core.analysis.verdict import Side
+from pglimits_core.workloads.vectors.matched import side as _side
 from pglimits_core.workloads.vectors.systems.registry import SERVER_FOR
 
-COLUMNS = ("target_recall", "clients", "variant", "recall_mean", "qps", "qps_min", "qps_max", "server_cpu_ms_per_query")
+COLUMNS = ("target_recall", "clients", "variant", "recall_mean", "qps", "qps_min", "qps_max")
 
 
 def server_of(variant: str) -> str:
-    return SERVER_FOR.get(str(variant).split()[0], "")
+    """The variant's own server (``pgvector 0.8 hnsw`` runs on postgres_ext, not the PG 16 server
+    this matrix compares), else its system's by the label's first word (a label no longer known)."""
+    from pglimits_core.workloads.vectors.points import VARIANTS
+
+    known = VARIANTS.get(str(variant))
+    return known.server if known is not None else SERVER_FOR.get(str(variant).split()[0], "")
 
 
 def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
     matched, sweep = tables.get("matched"), tables.get("sweep")
     if not usable(matched, *COLUMNS):
         return []
-    if usable(sweep, "variant", "ef", "clients", "client_bound"):
+    if "client_bound" not in matched and usable(sweep, "variant", "ef", "clients", "client_bound"):
         matched = matched.merge(sweep[["variant", "ef", "clients", "client_bound"]], how="left",
                                 on=["variant", "ef", "clients"])
     cells = []
@@ -43,17 +49,12 @@ def _fastest(rows: pd.DataFrame) -> pd.Series | None:
     return None if rows.empty else rows.loc[rows["qps"].idxmax()]
 
 
-def _side(row: pd.Series | None) -> Side | None:
-    if row is None:
-        return None
-    cpu, bound = row["server_cpu_ms_per_query"], row.get("client_bound")
-    return Side(str(row["variant"]), float(row["qps"]), client_bound=None if pd.isna(bound) else bool(bound),
-                server_cpu_us_per_op=None if pd.isna(cpu) else cpu * 1000,
-                value_range=(float(row["qps_min"]), float(row["qps_max"])))
-
-
 def _text(row: pd.Series | None) -> str:
     if row is None:
         return "—"
-    ef = "" if pd.isna(row.get("ef")) else f", ef {row['ef']:.0f}"
-    return f"{row['qps']:,.0f} QPS (recall {row['recall_mean']:.3f}{ef})"
+    low = row.get("ef_low")
+    if pd.isna(row.get("ef")):
+        return f"{row['qps']:,.0f} QPS (recall {row['recall_mean']:.3f})"
+    if low is None or pd.isna(low):
+        return f"{row['qps']:,.0f} QPS (recall {row['recall_mean']:.3f}, ef {row['ef']:.0f})"
+    return f"{row['qps']:,.0f} QPS (at recall {row['recall_mean']:.2f}, interpolated between ef {low:.0f} and {row['ef']:.0f})"

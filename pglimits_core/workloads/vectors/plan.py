@@ -2,9 +2,10 @@
 
 The dataset's difficulty first (it needs no server state), then each engine's build (the index
 every sweep point queries), then the sweep in rounds — repetition, ef, variant, client count —
-so drift on the shared box spreads over every system and ef rather than landing on one; then the
-open-loop latency at a matched rate (it reads the sweep's records), and the filtered search last
-(Qdrant's tagged collection replaces its plain one).
+so drift on the shared box spreads over every system and ef rather than landing on one; then each
+engine's C load tool on the sweep's index (``ceiling.py``), the open-loop latency at a matched rate
+(it reads the sweep's records), and the filtered search last (Qdrant's tagged collection replaces
+its plain one).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.vectors.ceiling import ceiling_points
 from pglimits_core.workloads.vectors.points import (
     VARIANTS,
     Setup,
@@ -50,7 +52,20 @@ def plan(section: Any, profile: Any) -> list[Point]:
     points += [point("build", v, build_point, setup=setup, repetition=r)
                for r in range(section.build_repetitions) for v in hnsw]
     points += sweep_points(section, setup, variants)
-    return points + latency_points(section.latency, setup, hnsw) + filtered_points(section.filtered, setup, hnsw)
+    points += ceiling_points(_checked_ceiling(section), setup, variants)
+    filtered = _filtered_variants(section.filtered, hnsw)
+    return points + latency_points(section.latency, setup, hnsw) + filtered_points(section.filtered, setup, filtered)
+
+
+def _filtered_variants(f: Any, hnsw: list[VectorsVariant]) -> list[VectorsVariant]:
+    """The filtered search's variants: its own list (known, approximate), else the sweep's."""
+    if f is None or f.variants is None:
+        return hnsw
+    bad = [label for label in f.variants if label not in VARIANTS or VARIANTS[label].exact]
+    if bad:
+        raise PGLimitsError(f"vectors.filtered.variants names {bad[0]!r}",
+                            f"use some of: {', '.join(k for k, v in VARIANTS.items() if not v.exact)}")
+    return [VARIANTS[label] for label in f.variants]
 
 
 def sweep_points(section: Any, setup: Setup, variants: list[VectorsVariant]) -> list[Point]:
@@ -63,6 +78,19 @@ def sweep_points(section: Any, setup: Setup, variants: list[VectorsVariant]) -> 
                     continue  # the exact scan has no ef: measured once per round
                 points += [_sweep(section, setup, v, None if v.exact else ef, c, r) for c in section.clients]
     return points
+
+
+def _checked_ceiling(section: Any) -> Any:
+    """The ``ceiling:`` section, its ef values checked and its variants known HNSW engines."""
+    ceiling = section.ceiling
+    if ceiling is None:
+        return None
+    check_ef(ceiling.ef)
+    unknown = [label for label in ceiling.variants if label not in VARIANTS or label not in section.variants]
+    if unknown:
+        raise PGLimitsError(f"vectors.ceiling.variants names {unknown[0]!r}, not a variant of this profile",
+                            f"use some of: {', '.join(section.variants)}")
+    return ceiling
 
 
 def latency_points(lat: Any, setup: Setup, hnsw: list[VectorsVariant]) -> list[Point]:

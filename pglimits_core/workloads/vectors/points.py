@@ -43,19 +43,26 @@ from pglimits_core.studies.study import StudyRun
 from pglimits_core.studies.variant import Variant
 from pglimits_core.workloads.vectors.ops import QueryOp
 from pglimits_core.workloads.vectors.systems.base import Index, VectorSystem, filter_mask, index_tag
-from pglimits_core.workloads.vectors.systems.registry import make_system, server_for, system_class
+from pglimits_core.workloads.vectors.systems.registry import (
+    make_system,
+    system_class,
+    variant_server,
+)
 
 STUDY = "vectors"
 K = 10
 
 
 class VectorsVariant(Variant):
-    """``pgvector hnsw``, ``qdrant hnsw`` or ``pgvector exact`` (option ``exact``: no index, the
-    perfect answer's cost)."""
+    """``pgvector hnsw`` (PG 16, pgvector 0.6.2), ``qdrant hnsw``, ``pgvector exact`` (option
+    ``exact``: no index, the perfect answer's cost), and on PG 17 with extensions (``postgres_ext``)
+    ``pgvector 0.8 hnsw`` (the same index and query on pgvector 0.8.2), ``pgvector 0.8 hnsw
+    iterative`` (its filtered scan with ``hnsw.iterative_scan = relaxed_order``: the rows come in
+    roughly distance order, and recall counts ids, not their order) and ``pgvectorscale diskann``."""
 
     @property
     def server(self) -> str:
-        return server_for(self.system)
+        return variant_server(self.system, self.options)
 
     @property
     def exact(self) -> bool:
@@ -67,9 +74,14 @@ class VectorsVariant(Variant):
         return system_class(self.system)
 
 
+EXT = {"server": "postgres_ext"}
 VARIANTS = {v.label: v for v in (VectorsVariant("pgvector hnsw", "pgvector"),
                                  VectorsVariant("qdrant hnsw", "qdrant"),
-                                 VectorsVariant("pgvector exact", "pgvector", {"exact": True}))}
+                                 VectorsVariant("pgvector exact", "pgvector", {"exact": True}),
+                                 VectorsVariant("pgvector 0.8 hnsw", "pgvector", EXT),
+                                 VectorsVariant("pgvector 0.8 hnsw iterative", "pgvector",
+                                                {**EXT, "iterative_scan": "relaxed_order"}),
+                                 VectorsVariant("pgvectorscale diskann", "pgvectorscale"))}
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ class Filtered(Strict):
     """The search filtered by an attribute keeping ``selectivity_pct`` % of the vectors."""
 
     selectivity_pct: list[int] = Field(default_factory=lambda: [1, 10, 50], description="each 1..99")
+    variants: list[str] | None = Field(None, description="approximate variants filtered (default: the sweep's); "
+                                                         "one only here (an iterative scan) needs no sweep")
     ef: list[int] = Field(min_length=1)
     clients: int = Field(1, ge=1)
     repetitions: int = Field(1, ge=1)
@@ -35,6 +37,18 @@ class Latency(Strict):
     warmup_s: float = Field(1.0, ge=0)
 
 
+class Ceiling(Strict):
+    """Each engine's own C load tool (pgbench; vegeta over HTTP for Qdrant) on the sweep's index,
+    closed loop, per ef and client count; whole seconds (pgbench's ``-T``)."""
+
+    variants: list[str] = Field(default_factory=lambda: ["pgvector hnsw", "qdrant hnsw"])
+    ef: list[int] = Field(min_length=1, description="each also in the sweep's ef, for the harness beside it")
+    clients: list[int] = Field(min_length=1)
+    repetitions: int = Field(1, ge=1)
+    duration_s: int = Field(5, ge=1)
+    warmup_s: int = Field(1, ge=0)
+
+
 class VectorsProfile(Strict):
     variants: list[str] = Field(default_factory=lambda: ["pgvector hnsw", "qdrant hnsw", "pgvector exact"])
     m: int = Field(16, ge=2)
@@ -50,3 +64,4 @@ class VectorsProfile(Strict):
     difficulty: Difficulty = Field(default_factory=Difficulty)
     latency: Latency | None = None
     filtered: Filtered | None = None
+    ceiling: Ceiling | None = None

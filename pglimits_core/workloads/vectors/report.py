@@ -8,21 +8,32 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from pglimits_core.analysis.seed import verdict_short
-from pglimits_core.plotting.figures import colour_for, hatch_for, wrap_label
+from pglimits_core.plotting.figures import colour_for, hatch_for, line_style_for, wrap_label
 from pglimits_core.plotting.html_report import Section
+from pglimits_core.workloads.vectors.ceiling_tables import CAPTION as CEILING_CAPTION
+from pglimits_core.workloads.vectors.ceiling_tables import NOT_MEASURED as CEILING_NOT_MEASURED
+from pglimits_core.workloads.vectors.matched import SATURATED_SHARE, server_us
 from pglimits_core.workloads.vectors.tables import headline
 
 HOW_TO_READ = (
     "Recall@10 counts a returned id as correct when its exact inner product with the query is within "
     "epsilon of the true 10th (ties); it is the mean over every query of the dataset, and `worst 5 %` is "
-    "the mean recall of the 5 % worst-served queries. QPS is closed loop, the median over repetitions. "
-    "Engines are compared at matched recall: for each target, the smallest ef whose mean recall reaches "
-    "it, and the QPS there (no interpolation; \"not reached\" is a result). ᶜ = client-bound (the Python "
-    "client, not the server, was the limit). The clients share the box's cores with the server and differ in "
-    "cost (`client_cpu_ms_per_query`: Qdrant's gRPC client costs more than psycopg's binary query), so where "
-    "client + server fill the box (`box_cpu_pct` near 100 × cores) QPS measures the box; `server_cpu_ms_per_query` "
-    "is what a query costs the server itself. Recall comes from one graph per engine (the last build): "
-    "build-to-build variation of recall is not measured.")
+    "the mean recall of the 5 % worst-served queries. QPS is closed loop, the median over repetitions "
+    "(`qps_min`–`qps_max` over them, `qps_spread` their ratio). Engines are compared at matched recall: "
+    "for each target, each engine's QPS where its recall curve crosses it, interpolated linearly in recall "
+    "between the two swept ef values that bracket the target (`qps_is` names them; where the smallest ef "
+    "swept already reaches it, that point as measured; \"not reached\" is a result). ᶜ = client-bound (the "
+    "Python client, not the server, was the limit, in a run of either bracketing point); ᵇ = the box was "
+    "saturated (client + server CPU at least 85 % of its cores: the rate measures the box, not the server). "
+    "The clients share the box's cores with the server and differ in cost (`client_cpu_ms_per_query`: "
+    "Qdrant's gRPC client costs more than psycopg's binary query); `server_cpu_us_per_query` is what a query "
+    "costs the server itself (its own processes), and `verdict` is the class of the Qdrant/pgvector "
+    "comparison by the who-set-the-limit rule (`analysis/verdict.py`). Recall comes from one graph per "
+    "engine (the last build): build-to-build variation of recall is not measured. Where measured, PostgreSQL 17 "
+    "with extensions (`postgres_ext`) adds `pgvector 0.8 hnsw` (pgvector 0.8.2, the same m, ef_construction and "
+    "query as PG 16's 0.6.2: the version effect) and `pgvectorscale diskann` (StreamingDiskANN, inner product, "
+    "pgvectorscale 0.9's default build; its `ef` sets diskann.query_search_list_size and diskann.query_rescore "
+    "alike); `qdrant_over_this` is Qdrant's QPS over each Postgres row's at the same target and clients.")
 
 
 def pareto_chart(sweep: pd.DataFrame):
@@ -35,7 +46,8 @@ def pareto_chart(sweep: pd.DataFrame):
             group = group.sort_values("ef")
             exact = group.ef.isna().all()
             ax.plot(group.recall_mean, group.qps, marker="*" if exact else "o", markersize=10 if exact else 4,
-                    linestyle="none" if exact else "-", color=colour_for(variant), label=variant)
+                    linestyle="none" if exact else line_style_for(variant, sweep.variant[sweep.ef.notna()]), color=colour_for(variant),
+                    label=variant)
             for _, row in group.dropna(subset=["ef"]).iterrows():
                 ax.annotate(f"{row.ef:.0f}", (row.recall_mean, row.qps), fontsize=6, xytext=(2, 2),
                             textcoords="offset points")
@@ -102,34 +114,47 @@ def filtered_chart(filtered: pd.DataFrame):
         ax.set(xlabel="selectivity: % of vectors passing the filter", ylabel=ylabel)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle("Vectors: filtered search (pgvector 0.6.2 filters the rows its HNSW scan returns)")
+    fig.suptitle("Vectors: filtered search (the plan each point took is in the table)")
     fig.tight_layout()
     return fig
 
 
+FILTERED_CAPTION = (
+    "Filtered search: recall against the exact filtered top 10, rows returned, QPS, and `plan`: the path the "
+    "recorded EXPLAIN of one query names. Every Postgres table holds the filter as a column (`tag = id % 100`, "
+    "the value Qdrant's payload holds: the same filtered set) with a B-tree and planner statistics; the planner "
+    "takes the vector index with a filter (pgvector 0.6.2, and 0.8 without the iterative scan, filter the ef rows "
+    "the HNSW scan returns, so a selective filter leaves fewer than 10) or the tag's B-tree with an exact top-k "
+    "sort. `pgvector 0.8 hnsw iterative` sets hnsw.iterative_scan = relaxed_order (the scan goes on until 10 rows "
+    "pass; recall counts ids, not their order). Rows whose plan reads \"not recorded\" were measured before the "
+    "column: pgvector then filtered on mod(id, 100), with no column, index or statistics. Qdrant reports no plan: "
+    "its `plan` is its documented rule applied to the collection (points spread evenly over its segments) — per "
+    "segment, a filtered set whose vectors take less than full_scan_threshold (10,000 KB by default: ~6,700 "
+    "384-dim vectors) is scanned exactly through the payload index, its recall an exact search's; a larger one "
+    "goes through the graph; within a factor 1.5 of the threshold Qdrant's cardinality estimate decides, either "
+    "way. Windows of 2 s are too short for the CPU split: read no client-bound verdict into these rows")
 CAPTIONS = {"difficulty": "Dataset difficulty (LID, relative contrast, 10th/11th gap)",
-            "matched": "QPS at matched recall (the headline)",
+            "matched": "QPS at matched recall (the headline): interpolated in recall between the bracketing ef "
+                       "values, server CPU µs per query, client-bound (ᶜ) and saturated-box (ᵇ) flags, verdict class",
+            "ceiling": CEILING_CAPTION,
             "build": "Build cost: load (Qdrant's includes building its request objects in the Python client; "
-                     "pgvector's is a binary COPY), index build (Qdrant: indexing on until green), index size on "
+                     "pgvector's is a binary COPY, then the filter column's B-tree in newer records), index build "
+                     "(Qdrant: indexing on until green; pgvectorscale: its DiskANN graph), index size on "
                      "disk (Qdrant's segment files were measured soon after green and vary between builds), and "
                      "server memory after the build as PSS (pgvector's data then sits in the OS page cache, "
                      "which PSS does not count); medians over the builds",
             "sweep": "Recall–QPS sweep: every (engine, ef, clients) point",
             "latency": "Latency at one offered rate, each engine at its smallest ef reaching the target recall",
-            "filtered": "Filtered search: recall against the exact filtered top 10, rows returned, QPS. pgvector "
-                        "0.6.2 filters the rows its HNSW scan returns (ef of them), so a selective filter leaves "
-                        "fewer than 10 rows; Qdrant plans per query and, when the filtered set is small (here 1 %: "
-                        "2,000 vectors, under its full_scan_threshold), scans it exactly instead of using the "
-                        "graph — its recall there is an exact search's. Windows of 2 s are too short for the "
-                        "CPU split: read no client-bound verdict into these rows"}
+            "filtered": FILTERED_CAPTION}
 
 
 def report_sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]
                     ) -> tuple[list[Section], list[Section]]:
-    shown = [(CAPTIONS[k], tables[k]) for k in ("difficulty", "matched", "build", "latency", "filtered")
+    shown = [(CAPTIONS[k], tables[k]) for k in ("difficulty", "matched", "ceiling", "build", "latency", "filtered")
              if k in tables and not tables[k].empty]
+    notes = [HOW_TO_READ] + ([] if "ceiling" in tables else [CEILING_NOT_MEASURED])
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
-    return ([Section("Vectors: pgvector HNSW vs Qdrant at matched recall", [HOW_TO_READ], shown),
+    return ([Section("Vectors: pgvector HNSW vs Qdrant at matched recall", notes, shown),
              Section("Vectors: figures", figures=pngs)],
             [Section("Vectors: every sweep point", tables=[(CAPTIONS["sweep"], tables.get("sweep", pd.DataFrame()))],
                      collapsed=True)])
@@ -140,6 +165,7 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     top = headline(tables)
     if not top.empty:
         lines += [top.to_markdown(index=False), ""]
+    lines += ceiling_lines(tables.get("ceiling"))
     build = tables.get("build", pd.DataFrame())
     if not build.empty:
         cols = [c for c in ("variant", "rows", "load_s", "build_s", "index_mib", "server_pss_mib") if c in build]
@@ -151,13 +177,22 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
                   latency[cols].round(3).to_markdown(index=False), ""]
     filtered = tables.get("filtered", pd.DataFrame())
     if not filtered.empty:
-        cols = ["variant", "selectivity_pct", "ef", "qps", "recall_mean", "rows_mean", "short_answers_pct"]
+        cols = [c for c in ("variant", "selectivity_pct", "ef", "qps", "recall_mean", "rows_mean", "short_answers_pct",
+                            "plan") if c in filtered]
         lines += ["Filtered search (recall against the exact filtered top 10; rows returned per query):", "",
                   filtered[cols].round(3).to_markdown(index=False), ""]
     difficulty = tables.get("difficulty", pd.DataFrame())
     if not difficulty.empty:
         lines += [difficulty.T.reset_index().rename(columns={"index": "dataset", 0: "value"}).to_markdown(index=False), ""]
     return lines
+
+
+def ceiling_lines(ceiling: pd.DataFrame | None) -> list[str]:
+    if ceiling is None or ceiling.empty:
+        return [CEILING_NOT_MEASURED, ""]
+    cols = ["variant", "tool", "ef", "clients", "tool_qps", "harness_qps", "tool_over_harness",
+            "tool_server_cpu_us_per_query", "harness_server_cpu_us_per_query", "client_bound", "reading"]
+    return [f"{CEILING_CAPTION}:", "", ceiling[cols].round(2).to_markdown(index=False), ""]
 
 
 # The source's figures (docs/SOURCES.md): 200k x 384, 7 vCPU, client count not stated.
@@ -173,8 +208,6 @@ SEED_NOTES = ["Vectors: the source measured 200k × 384 on 7 vCPU (client count 
               "too, and whether each engine reaches 0.97 / 0.99 at all is compared as such."]
 SOURCE = "vectors 200k × 384 (7 vCPU)"
 ENGINES = "qdrant hnsw / pgvector hnsw"
-#: client + server CPU (% of one core, median) at or above this share of the box: saturated
-SATURATED_SHARE = 0.85
 
 
 def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -223,9 +256,14 @@ def qps_row(qd: pd.Series, pg: pd.Series, clients: int, seed: float) -> dict:
     if spread and not verdict.startswith("inconclusive"):
         verdict += f" (ratio over the repetitions {spread})"
     return {"source": SOURCE, "figure": f"QPS at recall ≥ 0.95 ({clients} client{'s' if clients > 1 else ''} here, "
-                                        f"ef {int(qd.ef)} / {int(pg.ef)})",
+                                        f"ef {_ef_label(qd)} / {_ef_label(pg)})",
             "A / B": ENGINES, "seed A": 4_700, "seed B": 3_600, "seed ratio A/B": round(seed, 2),
             "ours A": _round(qd.qps), "ours B": _round(pg.qps), "our ratio A/B": _round(ours, 2), "verdict": verdict}
+
+
+def _ef_label(row: pd.Series) -> str:
+    low = row.get("ef_low")
+    return f"{int(row.ef)}" if low is None or pd.isna(low) else f"{int(low)}–{int(row.ef)}"
 
 
 def unreached_row(qd: pd.Series, pg: pd.Series, clients: int, seed: float) -> dict:
@@ -241,7 +279,7 @@ def unreached_row(qd: pd.Series, pg: pd.Series, clients: int, seed: float) -> di
 def server_cpu_row(qd: pd.Series, pg: pd.Series, seed: float) -> dict:
     """Queries per server CPU-second at recall ≥ 0.95: the QPS ratio a server-bound box would
     show, free of the clients' cost (measured where the box had room)."""
-    qd_cpu, pg_cpu = _num(qd.get("server_cpu_ms_per_query")), _num(pg.get("server_cpu_ms_per_query"))
+    qd_cpu, pg_cpu = (_num(server_us(row)) / 1000 for row in (qd, pg))
     ours = pg_cpu / qd_cpu if qd_cpu > 0 and pg_cpu > 0 else None
     return {"source": SOURCE, "figure": f"queries per server CPU-second at recall ≥ 0.95 ({int(qd.clients)} client; "
                                         f"server CPU ms/query {qd_cpu:.2f} / {pg_cpu:.2f})",

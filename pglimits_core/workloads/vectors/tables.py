@@ -15,20 +15,21 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
+from pglimits_core.workloads.vectors.matched import matched_table
 
-TARGETS = (0.90, 0.95, 0.99)
 MIB = 2**20
 
 # outcome fields flattened into the frame (nested dicts one level deep: lid -> lid_median)
 _OUTCOME_SCALARS = ("rows", "recall_mean", "recall_worst5_mean", "recall_p5", "recall_min", "recall_queries",
                     "rows_min", "rows_mean", "short_answers", "filter_violations", "filter_kept", "load_s", "build_s", "index_bytes", "table_bytes", "server_rss_bytes", "server_pss_bytes", "wal_bytes",
-                    "indexed_vectors", "segments", "build_spilled", "pgvector_version", "queries_sampled",
+                    "indexed_vectors", "segments", "build_spilled", "pgvector_version", "server_version", "vectorscale_version",
+                    "tag_index_bytes", "plan_path", "queries_sampled",
                     "lid_k", "share_gap_below_epsilon", "client", "load_method")
 _OUTCOME_NESTED = ("lid", "rc", "gap_l2", "gap_ip", "nn_distance", "kth_distance")
 
 SWEEP_COLUMNS = ["variant", "ef", "clients", "qps", "qps_min", "qps_max", "runs", "recall_mean",
                  "recall_worst5_mean", "recall_p5", "recall_spread", "rows_min", "p50_ms", "p99_ms",
-                 "server_cpu_ms_per_query", "client_cpu_ms_per_query", "box_cpu_pct", "cores", "unaccounted_cpu_runs",
+                 "server_cpu_ms_per_query", "server_cpu_ms_min", "server_cpu_ms_max", "client_cpu_ms_per_query", "box_cpu_pct", "cores", "unaccounted_cpu_runs",
                  "client_bound"]
 
 
@@ -109,8 +110,18 @@ def build_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "parallel_maintenance_workers": group.get("parallel_maintenance_workers", pd.Series([None])).iloc[-1],
                     "maintenance_work_mem": group.get("maintenance_work_mem", pd.Series([None])).iloc[-1],
                     "build_spilled": group.get("build_spilled", pd.Series([None])).iloc[-1],
-                    "segments": group.get("segments", pd.Series([None])).iloc[-1]})
+                    "segments": group.get("segments", pd.Series([None])).iloc[-1], "versions": versions(group)})
     return pd.DataFrame(out)
+
+
+def versions(group: pd.DataFrame) -> str | None:
+    """"PostgreSQL 17.9, pgvector 0.8.2, pgvectorscale 0.9.0" from a build's record (what an
+    older record holds of it; None for a system that records none)."""
+    last = group.iloc[-1]
+    named = (("server_version", "PostgreSQL"), ("pgvector_version", "pgvector"), ("vectorscale_version", "pgvectorscale"))
+    found = [f"{name} {last.get(column)}" for column, name in named
+             if column in group and last.get(column) is not None and not pd.isna(last.get(column))]
+    return ", ".join(found) or None
 
 
 def _median(group: pd.DataFrame, column: str, scale: float = 1.0) -> float | None:
@@ -165,15 +176,16 @@ def cpu_per_query(runs: pd.DataFrame) -> dict[str, float | None]:
     runs = trusted(runs)
     qps = pd.to_numeric(runs.ops_per_s, errors="coerce").where(lambda q: q > 0)
 
-    def per_query(column: str) -> float | None:
+    def per_query(column: str, how: str = "median") -> float | None:
         if column not in runs:
             return None
         values = (pd.to_numeric(runs[column], errors="coerce") / 100 * 1000 / qps).dropna()
-        return float(values.median()) if len(values) else None
+        return float(getattr(values, how)()) if len(values) else None
 
     both = (pd.to_numeric(runs["client_cpu_pct"], errors="coerce") + pd.to_numeric(runs["server_cpu_pct"], errors="coerce")
             if {"client_cpu_pct", "server_cpu_pct"} <= set(runs.columns) else pd.Series(dtype=float))
-    return {"server_cpu_ms_per_query": per_query("server_cpu_pct"), "client_cpu_ms_per_query": per_query("client_cpu_pct"),
+    return {"server_cpu_ms_per_query": per_query("server_cpu_pct"), "server_cpu_ms_min": per_query("server_cpu_pct", "min"),
+            "server_cpu_ms_max": per_query("server_cpu_pct", "max"), "client_cpu_ms_per_query": per_query("client_cpu_pct"),
             "box_cpu_pct": float(both.median()) if both.notna().any() else None,
             "cores": pd.to_numeric(runs.get("cores"), errors="coerce").max() if "cores" in runs else None}
 
@@ -189,49 +201,11 @@ def _recall_by_ef(rows: pd.DataFrame) -> dict[tuple[str, float | None], dict[str
     return found
 
 
-def matched_table(sweep: pd.DataFrame) -> pd.DataFrame:
-    """For each target recall and client count: the smallest ef at which each variant's mean
-    recall reaches it and the QPS there (no interpolation); "not reached" is a result."""
-    if sweep.empty:
-        return pd.DataFrame()
-    out = []
-    for clients in sorted(sweep.clients.unique()):
-        at = sweep[sweep.clients == clients]
-        for target in TARGETS:
-            for variant, group in at.groupby("variant", sort=False):
-                reached = group[group.recall_mean >= target].sort_values("ef", na_position="first")
-                row = {"target_recall": target, "clients": int(clients), "variant": variant}
-                if reached.empty:
-                    best = group.recall_mean.max()
-                    out.append({**row, "ef": None, "recall_mean": None, "recall_worst5_mean": None, "qps": None,
-                                "qps_text": f"not reached (best {best:.3f})" if pd.notna(best) else "not scored"})
-                    continue
-                first = reached.iloc[0]
-                out.append({**row, "ef": first.ef, "recall_mean": first.recall_mean,
-                            "recall_worst5_mean": first.recall_worst5_mean, "qps": first.qps,
-                            "qps_min": first.qps_min, "qps_max": first.qps_max,
-                            "server_cpu_ms_per_query": first.server_cpu_ms_per_query,
-                            "client_cpu_ms_per_query": first.client_cpu_ms_per_query,
-                            "box_cpu_pct": first.box_cpu_pct, "cores": first.cores,
-                            "qps_text": f"{first.qps:,.0f}" + (" ᶜ" if first.client_bound else "")})
-    table = pd.DataFrame(out)
-    return _with_ratio(table)
-
-
-def _with_ratio(table: pd.DataFrame) -> pd.DataFrame:
-    """Qdrant's QPS over pgvector's at each (target, clients), where both reached the target."""
-    ratios = []
-    for _, row in table.iterrows():
-        same = table[(table.target_recall == row.target_recall) & (table.clients == row.clients)].set_index("variant")
-        pg, qd = same.qps.get("pgvector hnsw"), same.qps.get("qdrant hnsw")
-        ratios.append(qd / pg if row.variant == "qdrant hnsw" and pg and qd and pd.notna(pg) and pd.notna(qd) else None)
-    return table.assign(ef=table.ef.astype("Int64"),
-                        qdrant_over_pgvector=[None if r is None else round(r, 3) for r in ratios])
-
-
 FILTERED_COLUMNS = ["variant", "selectivity_pct", "ef", "clients", "qps", "qps_min", "qps_max", "runs",
                     "recall_mean", "recall_worst5_mean", "rows_mean", "rows_min", "short_answers_pct",
-                    "filter_violations", "p50_ms", "p99_ms", "client_bound"]
+                    "filter_violations", "plan", "p50_ms", "p99_ms", "client_bound"]
+#: a filtered point recorded before plans were: pgvector then filtered on mod(id, 100) (no column)
+PLAN_NOT_RECORDED = "not recorded (mod(id, 100) filter, no column)"
 
 
 def filtered_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -249,11 +223,19 @@ def filtered_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "recall_worst5_mean": group.recall_worst5_mean.median(), "rows_mean": group.rows_mean.median(),
                     "rows_min": int(group.rows_min.min()),
                     "short_answers_pct": 100 * group.short_answers.median() / queries if queries else None,
-                    "filter_violations": int(group.filter_violations.max()),
+                    "filter_violations": int(group.filter_violations.max()), "plan": _plan(group),
                     "p50_ms": _median(group, "service_time_p50_ms"), "p99_ms": _median(group, "service_time_p99_ms"),
                     "client_bound": any(_true(value) for value in group.client_bound)})
     table = pd.DataFrame(out, columns=FILTERED_COLUMNS)
     return table.sort_values(["variant", "selectivity_pct", "ef"]).reset_index(drop=True)
+
+
+def _plan(group: pd.DataFrame) -> str | None:
+    """The path the point's recorded plan names (the last repetition's; they share settings)."""
+    paths = group.plan_path.dropna() if "plan_path" in group else pd.Series(dtype=object)
+    if len(paths):
+        return str(paths.iloc[-1])
+    return PLAN_NOT_RECORDED if str(group.system.iloc[-1]) == "pgvector" else None
 
 
 LATENCY_COLUMNS = ["variant", "target_recall", "ef", "recall_mean", "workers", "offered_rate", "achieved_rate",
@@ -286,20 +268,39 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {"difficulty": pd.DataFrame(), "build": pd.DataFrame(),
                 "sweep": pd.DataFrame(columns=SWEEP_COLUMNS), "matched": pd.DataFrame(),
                 "filtered": pd.DataFrame(columns=FILTERED_COLUMNS), "latency": pd.DataFrame(columns=LATENCY_COLUMNS)}
+    from pglimits_core.workloads.vectors.ceiling_tables import ceiling_table
+
     sweep = sweep_table(frame)
-    return {"difficulty": difficulty_table(frame), "build": build_table(frame), "sweep": sweep,
-            "matched": matched_table(sweep), "latency": latency_table(frame, sweep), "filtered": filtered_table(frame)}
+    tables = {"difficulty": difficulty_table(frame), "build": build_table(frame), "sweep": sweep,
+              "matched": matched_table(sweep), "latency": latency_table(frame, sweep), "filtered": filtered_table(frame)}
+    if not (ceiling := ceiling_table(frame, sweep)).empty:  # only where C-tool points were run
+        tables["ceiling"] = ceiling
+    return tables
 
 
 def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The README's rows: QPS at each matched recall per client count, both engines side by side."""
+    """The README's rows: QPS at each matched recall per client count, both engines side by side,
+    the ef values it was read between, the server's CPU µs per query and the verdict class."""
     matched = tables.get("matched", pd.DataFrame())
     if matched.empty:
         return pd.DataFrame()
-    wide = matched.pivot_table(index=["target_recall", "clients"], columns="variant", values="qps_text",
-                               aggfunc="first").reset_index()
-    efs = matched.pivot_table(index=["target_recall", "clients"], columns="variant", values="ef",
-                              aggfunc="first").add_prefix("ef ").reset_index()
-    both = wide.merge(efs, on=["target_recall", "clients"], how="left")
+    keys = ["target_recall", "clients"]
+    shown = matched.assign(ef_text=[_ef_text(row) for _, row in matched.iterrows()],
+                           server_us=pd.to_numeric(matched.get("server_cpu_us_per_query"), errors="coerce").round(0))
+    both = None
+    for column, prefix in (("qps_text", ""), ("ef_text", "ef "), ("server_us", "server µs/query ")):
+        wide = shown.pivot_table(index=keys, columns="variant", values=column, aggfunc="first").add_prefix(prefix)
+        both = wide if both is None else both.join(wide, how="left")
+    both = both.reset_index()
+    if "verdict" in shown:
+        both = both.merge(shown.dropna(subset=["verdict"])[[*keys, "verdict"]], on=keys, how="left")
     both.columns.name = None
     return both.replace({np.nan: None})
+
+
+def _ef_text(row: pd.Series) -> str | None:
+    """"24–32" where the QPS was interpolated between two ef values, "10" where measured."""
+    if pd.isna(row.get("ef")):
+        return None
+    low = row.get("ef_low")
+    return f"{row.ef:.0f}" if low is None or pd.isna(low) else f"{low:.0f}–{row.ef:.0f}"

@@ -35,6 +35,9 @@ class PubsubSystem(abc.ABC):
         #: a subscriber the server dropped and that subscribed again: how often, and why last
         self.disconnects = 0
         self.error: str | None = None
+        #: times the client library re-established a subscriber's connection on its own (and
+        #: subscribed again) without telling the caller: what was published meanwhile is lost
+        self.reconnects = 0
 
     # --- connection -------------------------------------------------------------------
     @abc.abstractmethod

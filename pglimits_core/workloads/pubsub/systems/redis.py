@@ -4,7 +4,8 @@ A publish is ``PUBLISH``, or ``batch`` PUBLISHes in one pipeline (one round trip
 transaction). Fire-and-forget: nothing is persisted, and a subscriber that is not connected —
 or that the server drops at its ``client-output-buffer-limit pubsub`` — misses the message for
 good. A dropped subscriber does what a Redis application does: it subscribes again, and says
-how often it had to (``disconnects``, ``error``).
+how often it had to (``disconnects``, ``error``); redis-py's own silent reconnects (its retry
+reconnects and subscribes again inside ``get_message``) are counted too (``reconnects``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ class RedisPublish(PubsubSystem):
         confirmation = self.pubsub.get_message(timeout=10)
         if not confirmation or confirmation.get("type") != "subscribe":
             raise RuntimeError(f"no subscribe confirmation from Redis: {confirmation!r}")
+        # redis-py reconnects a pub/sub connection on its own (its retry) and subscribes again
+        # silently; every connect from here on is such a reconnect, and is counted
+        self.pubsub.connection.register_connect_callback(self._reconnected)
+
+    def _reconnected(self, _connection: Any) -> None:
+        self.reconnects += 1
 
     def receive(self, batch: int, wait_s: float) -> Iterator[bytes]:
         received = 0

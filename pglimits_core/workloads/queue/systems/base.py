@@ -20,6 +20,8 @@ from typing import Any
 
 from pglimits_core.workloads.queue.systems.durability import Promise, promise_for
 
+BULK_BATCH = 500  # messages per enqueue in the default bulk_load
+
 
 @dataclass(frozen=True)
 class Message:
@@ -89,6 +91,24 @@ class QueueAdapter(abc.ABC):
     @abc.abstractmethod
     def reset(self) -> None:
         """Empty the queue: pending, claimed and delayed messages all gone."""
+
+    def fresh(self) -> None:
+        """Create the queue if needed and empty it: the state every point starts from."""
+        self.setup()
+        self.reset()
+
+    def bulk_load(self, payloads: list[bytes]) -> None:
+        """Load a prefill (untimed, before a point's window) as fast as the system allows, into
+        the same rows ``enqueue`` makes. Default: ``enqueue`` in batches of ``BULK_BATCH`` (a
+        sharded system spreads them round-robin, so the batches stay small)."""
+        for start in range(0, len(payloads), BULK_BATCH):
+            self.enqueue(payloads[start:start + BULK_BATCH])
+
+    def pending(self) -> list[bytes] | None:
+        """The payloads of every message still pending (visible and unclaimed), read without
+        taking them: the sweeps' accounting after the window, which the next point's reset then
+        empties at once. None: the system cannot read them back (then the study drains)."""
+        return None
 
     def take(self, n: int) -> list[Message]:
         """Claim and acknowledge up to ``n`` messages in one go: the untimed drain after a

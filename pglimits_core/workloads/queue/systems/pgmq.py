@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from psycopg import sql
+
 from pglimits_core.workloads.queue.systems.base import Message
-from pglimits_core.workloads.queue.systems.postgres_base import PostgresQueueBase
+from pglimits_core.workloads.queue.systems.postgres_base import PostgresQueueBase, copy_rows
 
 DEFAULT_QUEUE = "pglimits_jobs"
 DEFAULT_VT_S = 30  # far beyond any claim-to-ack gap, so a live consumer's message never reappears
@@ -25,6 +27,11 @@ SET_VT_SQL = "SELECT msg_id FROM pgmq.set_vt(%s, %s::bigint[], clock_timestamp()
 DEPTH_SQL = "SELECT queue_length FROM pgmq.metrics(%s)"
 DROP_SQL = "SELECT pgmq.drop_queue(%s)"
 EXISTS_SQL = "SELECT count(*) FROM pgmq.list_queues() WHERE queue_name = %s"
+PENDING_SQL = sql.SQL("SELECT message::text FROM {} WHERE vt <= clock_timestamp()")
+POP_SQL = "SELECT msg_id, message::text FROM pgmq.pop(%s, %s)"
+# The prefill: the rows send_batch makes (msg_id from the queue's identity, read_ct 0,
+# enqueued_at now(), visible at once), copied into the queue's table in one COPY.
+COPY_SQL = sql.SQL("COPY {} (vt, message) FROM STDIN")
 
 DEFAULT_NACK_DELAY_S = 1.0
 
@@ -60,6 +67,21 @@ class PgmqQueue(PostgresQueueBase):
     def enqueue(self, payloads: list[bytes]) -> list[int]:
         texts = [p.decode() for p in payloads]
         return [row[0] for row in self.rows(SEND_BATCH_SQL, (self.queue, texts))]
+
+    def bulk_load(self, payloads: list[bytes]) -> None:
+        """One COPY into the queue's table (send_batch's rows; vt = now, so visible at once):
+        the prefill only, many times faster than send_batch; every timed enqueue uses the API."""
+        now = self.rows("SELECT now()")[0][0]
+        copy_rows(self.conn, COPY_SQL.format(sql.Identifier("pgmq", f"q_{self.queue}")),
+                  ((now, p.decode()) for p in payloads))
+
+    def pending(self) -> list[bytes]:
+        table = sql.Identifier("pgmq", f"q_{self.queue}")
+        return [row[0].encode() for row in self.conn.execute(PENDING_SQL.format(table)).fetchall()]
+
+    def take(self, n: int) -> list[Message]:
+        """The untimed drain: pgmq.pop (read and delete in one statement, visible messages only)."""
+        return [Message(msg_id, text.encode()) for msg_id, text in self.rows(POP_SQL, (self.queue, n))]
 
     def claim(self, n: int) -> list[Message]:
         rows = self.rows(READ_SQL, (self.queue, self.vt_s, n))

@@ -9,6 +9,7 @@ per connection, as pgbench ``-M prepared`` does.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import psycopg
@@ -104,3 +105,10 @@ class PostgresQueueBase(QueueAdapter):
     def base_description(self, **extra: Any) -> dict[str, Any]:
         return super().base_description(client=f"psycopg {psycopg.__version__} (prepared, autocommit)",
                                         server_settings=self.server_settings(), **extra)
+
+
+def copy_rows(conn: psycopg.Connection, statement: str | sql.Composable, rows: Iterable[tuple]) -> None:
+    """``COPY ... FROM STDIN`` of ``rows`` in one transaction (a prefill's fast path)."""
+    with conn.transaction(), conn.cursor() as cursor, cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)

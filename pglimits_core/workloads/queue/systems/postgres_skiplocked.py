@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pglimits_core.workloads.queue.systems.base import Message
-from pglimits_core.workloads.queue.systems.postgres_base import PostgresQueueBase
+from pglimits_core.workloads.queue.systems.postgres_base import PostgresQueueBase, copy_rows
 
 TABLE = "jobs"
 
@@ -65,6 +65,9 @@ SET claimed_at = NULL, claimed_by = NULL
 WHERE claimed_at < now() - make_interval(secs => %s)"""
 
 DEPTH_SQL = f"SELECT count(*) FROM {TABLE}"
+PENDING_SQL = f"SELECT payload FROM {TABLE} WHERE claimed_at IS NULL AND visible_at <= now()"
+# The prefill: the rows ENQUEUE_SQL makes (visible_at and enqueued_at default to the load's now()).
+COPY_SQL = f"COPY {TABLE} (payload) FROM STDIN"
 RESET_SQL = f"TRUNCATE {TABLE}"
 
 DEFAULT_NACK_DELAY_S = 1.0
@@ -86,6 +89,18 @@ class SkipLockedQueue(PostgresQueueBase):
 
     def enqueue(self, payloads: list[bytes]) -> list[int]:
         return [row[0] for row in self.rows(ENQUEUE_SQL, (payloads,))]
+
+    def bulk_load(self, payloads: list[bytes]) -> None:
+        """One COPY in one transaction: the prefill's rows, several times faster than INSERTs."""
+        copy_rows(self.conn, COPY_SQL, ((p,) for p in payloads))
+
+    def pending(self) -> list[bytes]:
+        return [bytes(row[0]) for row in self.rows(PENDING_SQL)]
+
+    def take(self, n: int) -> list[Message]:
+        """The untimed drain: the delete-mode claim (the same unclaimed, visible rows a claim
+        picks, removed in one statement): a row left claimed is not taken, so it still shows."""
+        return [Message(i, bytes(p)) for i, p in self.rows(DELETE_CLAIM_SQL, (n,))]
 
     def claim(self, n: int) -> list[Message]:
         return [Message(i, bytes(p)) for i, p in self.rows(CLAIM_SQL, (self.worker_id, n))]

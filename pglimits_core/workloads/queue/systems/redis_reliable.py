@@ -40,6 +40,7 @@ DEFAULT_KEY = "pglimits:queue"
 PROMOTE_EVERY_S = 0.05
 REWRITE_LIMIT_S = 60.0  # an AOF rewrite of a reset (near-empty) queue takes milliseconds
 REWRITE_POLL_S = 0.01
+BULK_CHUNK, BULK_PIPELINE = 1000, 20  # a prefill's values per LPUSH, LPUSHes per round trip
 
 # appendfsync option -> the CONFIG SET values that realise it, in this order (appendfsync
 # first, so the AOF never runs a moment under the wrong policy).
@@ -82,6 +83,8 @@ COMMANDS = {"enqueue": "LPUSH queue v1 .. vN",
             "nack": "LREM processing:<worker> 1 payload + ZADD delayed <due> payload; "
                     "promote: EVAL ZRANGEBYSCORE/RPUSH/ZREM",
             "depth": "LLEN queue + LLEN each processing list + ZCARD delayed",
+            "prefill": "LPUSH queue v1 .. v1000, 20 per round trip (untimed)",
+            "drain": "RPOP queue n (untimed, after the window)",
             "reaper": "CLIENT LIST; per processing list without a live owner: EVAL LMOVE* + SREM"}
 
 
@@ -130,6 +133,11 @@ class RedisReliableQueue(QueueAdapter):
             self.client.delete(*keys)
         self.setup()
 
+    def fresh(self) -> None:
+        """reset() alone: it empties the keys, then sets the persistence up (setup() first would
+        compact the AOF of the previous point's leftovers, only to empty it again)."""
+        self.reset()
+
     def enqueue(self, payloads: list[bytes]) -> list[str]:
         if payloads:
             self.client.lpush(self.key, *payloads)
@@ -167,14 +175,25 @@ class RedisReliableQueue(QueueAdapter):
         dead = [k for k in self.client.smembers(self.consumers_key) if k.decode() not in alive]
         return sum(self._reap(keys=[k, self.key, self.consumers_key]) for k in dead)
 
+    def bulk_load(self, payloads: list[bytes]) -> None:
+        """LPUSH in chunks, ``BULK_PIPELINE`` commands per round trip: the rows ``enqueue`` makes."""
+        pipe = self.client.pipeline(transaction=False)
+        for start in range(0, len(payloads), BULK_CHUNK):
+            pipe.lpush(self.key, *payloads[start:start + BULK_CHUNK])
+            if len(pipe) >= BULK_PIPELINE:
+                pipe.execute()
+        pipe.execute()
+
+    def pending(self) -> list[bytes]:
+        """The queue list (processing lists and the delayed set hold claimed / not yet visible
+        messages: they are what depth() counts beyond these)."""
+        return list(self.client.lrange(self.key, 0, -1))
+
     def take(self, n: int) -> list[Message]:
-        """Claim + ack with every command of the batch in one pipeline: an unpipelined variant
-        would drain a 100k backlog one round trip at a time (minutes with ``appendfsync always``)."""
-        per_trip, self.depth_per_trip = self.depth_per_trip, max(1, n)
-        try:
-            return super().take(n)
-        finally:
-            self.depth_per_trip = per_trip
+        """The untimed drain: RPOP with a count (claim and ack in one command, the pending list
+        only: a message left in a processing list is not taken, so it still shows in depth())."""
+        self._promote_due()
+        return [Message(message_id(p), p) for p in self.client.rpop(self.key, n) or []]
 
     def depth(self) -> int:
         processing = self.client.smembers(self.consumers_key)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pglimits_core.servers.sqlite import connect, read_pragmas
-from pglimits_core.workloads.queue.systems.base import Message, QueueAdapter
+from pglimits_core.workloads.queue.systems.base import BULK_BATCH, Message, QueueAdapter
 from pglimits_core.workloads.queue.systems.durability import NONE, PER_COMMIT, PERIODIC, Promise
 from pglimits_core.workloads.queue.systems.sqlite_busy import (
     DEFAULT_BUDGET_MS,
@@ -81,6 +81,17 @@ WHERE claimed_by IS NOT NULL
   AND claimed_at < ?;"""
 
 DEPTH_SQL = "SELECT count(*) FROM queue"
+PENDING_SQL = "SELECT payload FROM queue WHERE claimed_by IS NULL AND visible_at <= ?"
+# The untimed drain (ours, not the seed's): the claim's rows, deleted in one statement.
+TAKE_SQL = """DELETE FROM queue
+WHERE id IN (
+    SELECT id FROM queue
+    WHERE claimed_by IS NULL
+      AND visible_at <= ?
+    ORDER BY visible_at
+    LIMIT ?
+)
+RETURNING id, payload;"""
 RESET_SQL = "DELETE FROM queue"
 
 DEFAULT_BACKOFF_BASE_S = 1.0  # the seed's 2^attempts seconds
@@ -161,6 +172,17 @@ class SQLiteWalQueue(QueueAdapter):
                                else insert_all())
         return [self._global_id(r, shard) for r in rowids]
 
+    def bulk_load(self, payloads: list[bytes]) -> None:
+        """The prefill: batches of ``BULK_BATCH`` dealt round-robin over the shards as
+        ``enqueue`` deals them, then one transaction per shard (not one per batch)."""
+        batches = [payloads[start:start + BULK_BATCH] for start in range(0, len(payloads), BULK_BATCH)]
+        now = time.time_ns()
+        for step in range(min(self.shards, len(batches))):
+            conn = self.conns[(self.next_shard + step) % self.shards]
+            rows = [(p, now, now) for batch in batches[step::self.shards] for p in batch]
+            self.busy.run(lambda c=conn, r=rows: in_transaction(c, lambda: c.executemany(ENQUEUE_SQL, r)))
+        self.next_shard = (self.next_shard + len(batches)) % self.shards
+
     def claim(self, n: int) -> list[Message]:
         """Tries shards from this worker's offset; returns the first non-empty claim."""
         for step in range(self.shards):
@@ -168,6 +190,19 @@ class SQLiteWalQueue(QueueAdapter):
             rows = self.busy.run(lambda s=shard: self._claim_rows(self.conns[s], n))
             if rows:
                 return self._remember(rows, shard)
+        return []
+
+    def pending(self) -> list[bytes]:
+        now = time.time_ns()
+        return [row[0] for conn in self.conns for row in conn.execute(PENDING_SQL, (now,)).fetchall()]
+
+    def take(self, n: int) -> list[Message]:
+        """The untimed drain: available messages deleted in one statement per shard (a message
+        left claimed is not taken, so it still shows in depth())."""
+        for shard, conn in enumerate(self.conns):
+            rows = self.busy.run(lambda c=conn: c.execute(TAKE_SQL, (time.time_ns(), n)).fetchall())
+            if rows:
+                return [Message(self._global_id(rowid, shard), payload) for rowid, payload in rows]
         return []
 
     def ack(self, ids: list[int]) -> None:

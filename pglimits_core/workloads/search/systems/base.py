@@ -34,6 +34,13 @@ class SearchSystem(abc.ABC):
     reports_total: bool = False
     #: the server is a JVM whose heap the profile sets (``search.heap``)
     jvm_heap: bool = False
+    #: which side of the study's question the system is on: ``postgres`` (the GIN baseline),
+    #: ``extension`` (Postgres with a BM25 extension) or ``engine`` (a search engine); the
+    #: head-to-head verdicts and the decision matrix pair the sides by it
+    family: str = "engine"
+    #: the Postgres extension the system runs on (None: none); its version is the server's and
+    #: its licence ``servers.postgres_ext.LICENCES`` names
+    extension: str | None = None
 
     def __init__(self, system: str, options: dict[str, Any] | None = None):
         options = dict(options or {})

@@ -55,6 +55,9 @@ class PostgresGin(SearchSystem):
     defaults = {"ranked": True, "plan_cache_mode": DEFAULT_PLAN_CACHE_MODE}
     chunk_format = "copy"
     sampled_tables = [TABLE]
+    family = "postgres"
+    #: the relations this system loads (a subclass on the same kind of server names its own)
+    table, index, meta_table, create_table = TABLE, GIN_INDEX, META_TABLE, CREATE_TABLE
 
     def check_options(self) -> None:
         check_plan_cache_mode(self.options["plan_cache_mode"])
@@ -104,20 +107,20 @@ class PostgresGin(SearchSystem):
     # --- load and index -----------------------------------------------------------------------
     def loaded(self, dataset: str, documents: int) -> bool:
         exists = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
-                                   (META_TABLE, GIN_INDEX)).fetchone()[0]
+                                   (self.meta_table, self.index)).fetchone()[0]
         if not exists:
             return False
-        row = self.conn.execute(f"SELECT dataset, documents FROM {META_TABLE}").fetchone()
+        row = self.conn.execute(f"SELECT dataset, documents FROM {self.meta_table}").fetchone()
         return row == (dataset, documents)
 
     def reset(self, dataset: str, documents: int) -> None:
-        self.conn.execute(f"DROP TABLE IF EXISTS {META_TABLE}")
-        self.conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
-        self.conn.execute(CREATE_TABLE)
+        self.conn.execute(f"DROP TABLE IF EXISTS {self.meta_table}")
+        self.conn.execute(f"DROP TABLE IF EXISTS {self.table}")
+        self.conn.execute(self.create_table)
 
     def bulk(self, chunk: bytes) -> None:
         """One COPY, its own transaction."""
-        with self.conn.cursor().copy(f"COPY {TABLE} (id, body) FROM STDIN") as copy:
+        with self.conn.cursor().copy(f"COPY {self.table} (id, body) FROM STDIN") as copy:
             copy.write(chunk)
 
     def build_steps(self) -> list[tuple[str, Callable[[], Any]]]:
@@ -128,11 +131,11 @@ class PostgresGin(SearchSystem):
                 ("settle_s", lambda: self.conn.execute("CHECKPOINT"))]
 
     def mark_loaded(self, dataset: str, documents: int) -> None:
-        self.conn.execute(f"CREATE TABLE {META_TABLE} (dataset text, documents integer)")
-        self.conn.execute(f"INSERT INTO {META_TABLE} VALUES (%s, %s)", (dataset, documents))
+        self.conn.execute(f"CREATE TABLE {self.meta_table} (dataset text, documents integer)")
+        self.conn.execute(f"INSERT INTO {self.meta_table} VALUES (%s, %s)", (dataset, documents))
 
     def documents(self) -> int:
-        return self.conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+        return self.conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
 
     def sizes(self) -> dict[str, Any]:
         row = self.conn.execute(

@@ -2,7 +2,8 @@
 
 A new system is one file behind ``base.SearchSystem`` plus one line in each table below.
 Elasticsearch and OpenSearch share ``lucene.LuceneIndex`` (its docstring says why): the name
-is what tells them apart.
+is what tells them apart. pg_search and pg_textsearch (Postgres BM25 extensions) run on the
+``postgres_ext`` server (PostgreSQL 17 with the extensions).
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ SEARCH_SYSTEMS: dict[str, str] = {
     "pg_gin": f"{_PKG}.postgres:PostgresGin",
     "elasticsearch": f"{_PKG}.lucene:LuceneIndex",
     "opensearch": f"{_PKG}.lucene:LuceneIndex",
+    "pg_search": f"{_PKG}.pg_search:PgSearch",
+    "pg_textsearch": f"{_PKG}.pg_textsearch:PgTextsearch",
 }
 
-SERVER_FOR: dict[str, str] = {"pg_gin": "postgres", "elasticsearch": "elasticsearch", "opensearch": "opensearch"}
+SERVER_FOR: dict[str, str] = {"pg_gin": "postgres", "elasticsearch": "elasticsearch", "opensearch": "opensearch",
+                              "pg_search": "postgres_ext", "pg_textsearch": "postgres_ext"}
 
 
 REGISTRY = SystemRegistry("search", SEARCH_SYSTEMS, SERVER_FOR)  # options: each class checks its own

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.workloads.vectors.systems.base import FILTER_BUCKETS, VectorSystem
+from pglimits_core.workloads.vectors.systems.base import FILTER_BUCKETS, VectorSystem, filter_mask
 
 UPSERT_BATCH = 1_000
 OPTIMIZER_TIMEOUT_S = 1_800.0
@@ -28,6 +28,30 @@ PREFIX = "vectors_"
 
 def collection_name(tag: str, tagged: bool = False) -> str:
     return f"{PREFIX}{tag.replace('-', '_')}" + ("_tagged" if tagged else "")
+
+
+#: a filtered set per segment within this factor of the threshold may go either way: Qdrant
+#: decides on its cardinality *estimate* (sampling between its bounds), and segments differ in size
+NEAR = 1.5
+
+
+def filter_path(kept: int, segments: int, dim: int, threshold_kb: int) -> dict[str, Any]:
+    """The path Qdrant's planner is expected to take for a filter keeping ``kept`` points, by its
+    documented rule: per segment, a filtered set whose vectors take less than
+    ``full_scan_threshold`` KB is searched exactly (through the payload index), a larger one
+    through the HNSW graph. Qdrant reports no plan per query: this is the rule applied to the
+    collection with its points spread evenly over its segments, so a set within a factor ``NEAR``
+    of the threshold is said to go either way."""
+    per_segment = kept / max(1, segments)
+    threshold_vectors = threshold_kb * 1024 / (4 * dim)
+    if per_segment * NEAR < threshold_vectors:
+        path = "exact scan of the filtered set (expected)"
+    elif per_segment > threshold_vectors * NEAR:
+        path = "HNSW graph with the filter (expected)"
+    else:
+        path = "near full_scan_threshold: exact or graph"
+    return {"plan_path": path, "full_scan_threshold_kb": threshold_kb, "threshold_vectors": round(threshold_vectors),
+            "filtered_per_segment": round(per_segment), "segments": segments}
 
 
 def _indexed(info: Any) -> bool:
@@ -167,3 +191,12 @@ class QdrantSystem(VectorSystem):
 
     def search(self, request: Any) -> list[int]:
         return [int(point.id.num) for point in self.client.grpc_points.Search(request, timeout=60).result]
+
+    def search_plan(self, query: np.ndarray) -> dict[str, Any]:
+        """A filtered search's path by Qdrant's full-scan rule (``filter_path``); {} unfiltered."""
+        if self.below is None:
+            return {}
+        info = self.client.get_collection(self.collection)
+        kept = int(filter_mask(int(info.points_count), self.below).sum())
+        return filter_path(kept, int(info.segments_count), int(info.config.params.vectors.size),
+                           int(info.config.hnsw_config.full_scan_threshold))

@@ -16,9 +16,10 @@ _PKG = "pglimits_core.workloads.vectors.systems"
 VECTOR_SYSTEMS: dict[str, str] = {
     "pgvector": f"{_PKG}.pgvector:PgvectorSystem",
     "qdrant": f"{_PKG}.qdrant:QdrantSystem",
+    "pgvectorscale": f"{_PKG}.pgvectorscale:PgvectorscaleSystem",
 }
 
-SERVER_FOR: dict[str, str] = {"pgvector": "postgres", "qdrant": "qdrant"}
+SERVER_FOR: dict[str, str] = {"pgvector": "postgres", "qdrant": "qdrant", "pgvectorscale": "postgres_ext"}
 
 
 def flag(value: Any) -> bool:
@@ -27,10 +28,22 @@ def flag(value: Any) -> bool:
     return value
 
 
+def one_of(*allowed: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return value
+    return check
+
+
 VARIANT_OPTIONS: dict[str, dict[str, Callable[[Any], Any]]] = {
-    # exact: no index, a sequential scan with a top-k sort (the perfect answer's cost)
-    "pgvector": {"exact": flag},
+    # exact: no index, a sequential scan with a top-k sort (the perfect answer's cost); server:
+    # the PG 16 server (pgvector 0.6.2) or PG 17 with pgvector 0.8.2; iterative_scan: pgvector
+    # >= 0.8's hnsw.iterative_scan for a filtered search
+    "pgvector": {"exact": flag, "server": one_of("postgres", "postgres_ext"),
+                 "iterative_scan": one_of("off", "relaxed_order", "strict_order")},
     "qdrant": {},
+    "pgvectorscale": {},
 }
 
 
@@ -39,6 +52,12 @@ check_system = REGISTRY.check
 validate_options = REGISTRY.validate_options
 system_class = REGISTRY.system_class
 server_for = REGISTRY.server_for
+
+
+def variant_server(system: str, options: dict[str, Any]) -> str:
+    """The server a variant runs on: its ``server`` option where it has one (pgvector runs on
+    PG 16 and on PG 17 with extensions), else its system's."""
+    return str(options.get("server") or server_for(system))
 
 
 def make_system(system: str, endpoint: Any, index: Index, label: str = "", **options: Any) -> VectorSystem:

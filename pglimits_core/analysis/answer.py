@@ -1,0 +1,52 @@
+"""The README's answer: the decision matrix in brief, generated from the committed records.
+
+The full matrix (``analysis.decision``: both sides' designs, spreads, server CPU per operation,
+the table behind each cell) is a wide table for the report and ``data/results/``; a reader
+opening the repository wants one screen: per workload, each scale's verdict, the two figures,
+the margin and what decided it. This module renders that screen between two markers in
+README.md; ``analysis.readme_results`` writes it, and a unit test keeps it equal to what the
+committed records give.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pglimits_core.analysis.decision import committed_cells, matrix_table
+
+START, END = "<!-- answer:start -->", "<!-- answer:end -->"
+MATRIX_LINK = "data/results/decision-matrix.md"
+SCOREBOARD_LINK = "figures/decision-scoreboard.png"
+# matrix column -> the brief table's heading
+BRIEF = {"scale": "where", "target": "target", "verdict": "verdict", "postgres_figure": "Postgres",
+         "dedicated_figure": "dedicated", "margin": "margin", "class": "decided by"}
+
+
+def brief_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """One workload's cells as the brief columns; the design names go into the figures."""
+    shown = cells.copy()
+    shown["postgres_figure"] = _named(shown["postgres"], shown["postgres_figure"])
+    shown["dedicated_figure"] = _named(shown["dedicated"], shown["dedicated_figure"])
+    return shown[list(BRIEF)].rename(columns=BRIEF)
+
+
+def _named(designs: pd.Series, figures: pd.Series) -> list[str]:
+    return [figure if design == "—" else f"{design}: {figure}" for design, figure in zip(designs, figures, strict=True)]
+
+
+def answer_markdown(table: pd.DataFrame) -> str:
+    """Per workload (in study order) the machine and its brief table, then the link to all."""
+    if table.empty:
+        return "No workload has committed records yet: run `make study PROFILE=full`, then `make results`."
+    parts = [f"![every cell of the decision matrix, coloured by its verdict]({SCOREBOARD_LINK})", ""]
+    for (workload, machine), cells in table.groupby(["workload", "machine"], sort=False):
+        parts += [f"**{workload}** (measured on `{machine}`)", "", brief_table(cells).to_markdown(index=False), ""]
+    parts.append(f"Every cell with both sides' spreads, server CPU per operation and the table behind it: "
+                 f"[`{MATRIX_LINK}`]({MATRIX_LINK}); how a cell is decided: "
+                 "[docs/METHODOLOGY.md](docs/METHODOLOGY.md#how-a-cell-is-decided).")
+    return "\n".join(parts)
+
+
+def answer_block(profile: str) -> str:
+    """The block between the markers, from the committed records of ``profile``."""
+    return "\n".join([START, answer_markdown(matrix_table(committed_cells(profile))), END])

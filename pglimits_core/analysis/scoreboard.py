@@ -1,0 +1,82 @@
+"""The decision matrix as one picture: a tile per cell, coloured by its verdict.
+
+A reader skimming the README sees at a glance where Postgres suffices, where the dedicated
+system wins and where this box could not decide; the tile's text names the scale, and the
+matrix beside it gives the figures. Drawn from the same rows as the matrix (``decision.row``),
+so the picture and the table cannot disagree.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from pglimits_core.plotting.figures import GREY, POSTGRES, save_figure  # noqa: E402
+
+NAME = "decision-scoreboard"
+PER_ROW = 6
+# verdict text starts with -> (legend label, tile colour)
+FAMILIES = [("Postgres suffices", "Postgres suffices", POSTGRES),
+            ("dedicated wins", "dedicated system wins", "#c55a11"),
+            ("no measurable difference", "no measurable difference", "#a6a6a6"),
+            ("neither meets", "neither meets the target", "#f4b183"),
+            ("not decided", "not decided on this box", "#ffffff")]
+
+
+def family(verdict: str) -> tuple[str, str]:
+    """The legend label and colour of a cell's verdict."""
+    return next(((label, colour) for prefix, label, colour in FAMILIES if verdict.startswith(prefix)),
+                ("not decided on this box", "#ffffff"))
+
+
+def _rows(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(workload heading, a chunk of at most PER_ROW cells): long workloads wrap onto more rows."""
+    rows = []
+    for workload, cells in table.groupby("workload", sort=False):
+        for start in range(0, len(cells), PER_ROW):
+            rows.append((workload if start == 0 else "", cells.iloc[start:start + PER_ROW]))
+    return rows
+
+
+def _tile(ax, x: float, y: float, cell: pd.Series) -> None:
+    _, colour = family(str(cell["verdict"]))
+    ax.add_patch(plt.Rectangle((x, y), 0.95, 0.9, facecolor=colour, edgecolor=GREY, linewidth=0.6))
+    dark = colour in (POSTGRES, "#c55a11")
+    label = textwrap.fill(f"{cell['scale']} · {cell['target']}", 26)
+    ax.text(x + 0.475, y + 0.45, label, ha="center", va="center", fontsize=5.5,
+            color="white" if dark else "black")
+
+
+def draw(table: pd.DataFrame) -> plt.Figure:
+    rows = _rows(table)
+    fig, ax = plt.subplots(figsize=(PER_ROW * 1.7 + 1.2, 0.75 * len(rows) + 0.9))
+    for index, (workload, cells) in enumerate(rows):
+        y = len(rows) - 1 - index
+        ax.text(-0.1, y + 0.45, workload, ha="right", va="center", fontsize=9, fontweight="bold")
+        for column, (_, cell) in enumerate(cells.iterrows()):
+            _tile(ax, column, y, cell)
+    ax.set_xlim(-1.3, PER_ROW)
+    ax.set_ylim(-0.2, len(rows))
+    ax.axis("off")
+    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=colour, edgecolor=GREY) for _, _, colour in FAMILIES]
+    ax.legend(handles, [label for _, label, _ in FAMILIES], loc="upper center", bbox_to_anchor=(0.5, 0.0),
+              ncol=len(FAMILIES), fontsize=7, frameon=False)
+    ax.set_title("Where one Postgres suffices: every cell of the decision matrix", fontsize=10)
+    return fig
+
+
+def write_scoreboard(table: pd.DataFrame, directory: Path, stamp: str | None = None) -> list[Path]:
+    """``decision-scoreboard.png``/``.svg`` in ``directory`` (nothing when the matrix is empty)."""
+    if table.empty:
+        return []
+    fig = draw(table)
+    try:
+        return save_figure(fig, NAME, directory, stamp)
+    finally:
+        plt.close(fig)

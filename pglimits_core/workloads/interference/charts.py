@@ -1,0 +1,53 @@
+"""The interference timeline: per-second p99 of each tenant over the worst repetition's window of
+each mechanism and level, the queue table's autovacuum runs shaded, its dead tuples on a second
+axis — so a spike can be read against the second autovacuum ran."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from pglimits_core.plotting.figures import GREY
+
+#: seconds an autovacuum run is drawn at least (a 20 ms run would be an invisible sliver)
+MIN_SHADE_S = 0.4
+TENANT_STYLE = {"fts": ("tab:blue", "search (ranked FTS)"), "vector": ("tab:green", "vectors (HNSW)"),
+                "churn": ("tab:red", "queue churn (claim)")}
+
+
+def panel(ax, rows: pd.DataFrame) -> None:
+    """One window: the tenants' per-second p99 (log scale), vacuum shaded, dead tuples on the right."""
+    for start, end in rows.vacuum_windows.iloc[0] or []:
+        # most runs last tens of ms: widened to stay visible, the start marked exactly
+        ax.axvspan(start, max(end, start + MIN_SHADE_S), color="gold", alpha=0.5, lw=0)
+        ax.axvline(start, color="goldenrod", lw=0.8)
+    act_start, act_end = rows.act_start_s.iloc[0], rows.act_end_s.iloc[0]
+    if pd.notna(act_start) and pd.notna(act_end):
+        ax.axvspan(act_start, act_end, color=GREY, alpha=0.12, lw=0, label="the act (xmin held / autovacuum off)")
+    for tenant, (colour, label) in TENANT_STYLE.items():
+        column = f"{tenant}_p99_ms"
+        if column in rows and rows[column].notna().any():
+            ax.plot(rows.second, rows[column], color=colour, lw=1.2, label=label)
+    ax.set_yscale("log")
+    ax.set_ylabel("p99 per second (ms)")
+    dead = ax.twinx()
+    dead.plot(rows.second, rows.dead_tuples, color=GREY, lw=1, ls="--", label="dead tuples (jobs)")
+    dead.set_ylabel("dead tuples", color=GREY)
+    first = rows.iloc[0]
+    ax.set_title(f"{first.mechanism} at level {first.level:g} (repetition {first.repetition})", fontsize=9)
+
+
+def timeline_chart(table: pd.DataFrame):
+    """One panel per mechanism × level, in the table's order."""
+    groups = list(table.groupby(["mechanism", "level"], sort=False))
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 2.4 * len(groups) + 0.6), squeeze=False, sharex=False)
+    for ax, (_, rows) in zip(axes[:, 0], groups, strict=True):
+        panel(ax, rows)
+    axes[-1, 0].set_xlabel("second of the window (gold: an autovacuum run on the queue table, from its start)")
+    legend = {}
+    for ax in fig.axes:  # every tenant, the act and the dead tuples, once each
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(list(legend.values()), list(legend), loc="upper center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))
+    return fig

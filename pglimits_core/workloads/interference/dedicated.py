@@ -1,0 +1,223 @@
+"""The dedicated side: the same tenants at the same rates, each on its own engine on the same box.
+
+The ranked FTS query on OpenSearch (the search study's ``LuceneIndex``: its requests byte for
+byte), the HNSW query on Qdrant (the vector study's adapter, ``hnsw_ef`` = the profile's
+recall-0.95 ef), both open loop at the Postgres side's rates, while the queue study's Redis
+reliable queue churns at the same jobs/s with the same backlog waiting. redis-benchmark cannot
+pace a rate, so the churn is a paced harness load (``ops.ReliableChurnOp``, open loop, one job per
+call: LPUSH + LMOVE + LREM); its workers' CPU is sampled on its own (``engines.ChurnCpuSampler``).
+
+What only Postgres has (vacuum, a held xmin, autovacuum off, the no-dead-tuple control) has no
+window here: the dedicated side runs the baseline and churn levels only. The engines' own
+background work is sampled where it is cheap (``engines``: OpenSearch merges/refreshes/GC,
+Qdrant's optimizer status), Redis' INFO by its server class's sampler.
+
+The three servers are planned by one set-up point each (``ready_point``: the data loaded and
+checked on it), so the study starts all of them; a window point on a fleet missing one fails
+with the server named.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.load import BackgroundLoad, OpenLoop, Role
+from pglimits_core.load.driver import active_worker_pids
+from pglimits_core.record.manifest import new_manifest
+from pglimits_core.record.rundir import RunDirectory, new_run_id
+from pglimits_core.samplers import SamplerSet
+from pglimits_core.samplers.classify import host_frame_verdict
+from pglimits_core.samplers.host import HostSampler
+from pglimits_core.servers.registry import server_class
+from pglimits_core.studies.runner import RecordedRun, with_cpu_check
+from pglimits_core.workloads.interference import engines, evidence, ops, tenants
+from pglimits_core.workloads.interference.merge import write_samplers
+from pglimits_core.workloads.interference.points import (
+    STUDY,
+    InterferenceVariant,
+    Knobs,
+    churn_rates,
+    warm,
+)
+from pglimits_core.workloads.interference.window import (
+    MAX_OVERRUN_S,
+    Measured,
+    bystander_roles,
+    shifted,
+    sleep_until,
+)
+from pglimits_core.workloads.queue.systems.registry import make_adapter
+from pglimits_core.workloads.queue.systems.registry import server_for as queue_server
+from pglimits_core.workloads.search.systems.registry import server_for as search_server
+from pglimits_core.workloads.vectors.systems.qdrant import collection_name
+from pglimits_core.workloads.vectors.systems.registry import server_for as vector_server
+
+#: the dedicated engines, by tenant (each workload's registry says which server it runs on)
+SYSTEMS = {"fts": "opensearch", "vector": "qdrant", "churn": "redis_reliable"}
+SERVERS = {"fts": search_server(SYSTEMS["fts"]), "vector": vector_server(SYSTEMS["vector"]),
+           "churn": queue_server(SYSTEMS["churn"])}
+DEDICATED_SIDE = InterferenceVariant("dedicated", "dedicated", {"server": SERVERS["fts"]})
+#: jobs per LPUSH while the backlog is prefilled
+PREFILL_BATCH = 1000
+
+
+def endpoints(ctx: Any) -> dict[str, Any]:
+    """Each tenant's endpoint; a server the fleet lacks stops the point, named."""
+    missing = [server for server in SERVERS.values() if server not in ctx.endpoints]
+    if missing:
+        raise PGLimitsError(f"interference dedicated side: {', '.join(missing)} not running",
+                            "the set-up point of that server says why (pglimits doctor)")
+    return {tenant: ctx.endpoints[server] for tenant, server in SERVERS.items()}
+
+
+_READY: set[tuple[str, str, Any]] = set()
+
+
+def ready(tenant: str, endpoint: Any, data: tenants.Data) -> dict[str, Any]:
+    """The tenant's data on its engine (loaded once per study process and server)."""
+    key = (tenant, endpoint.url, data)
+    if key in _READY or tenant == "churn":
+        return {}
+    loaded = (tenants.load_corpus_into(endpoint.url, data, SYSTEMS["fts"]) if tenant == "fts"
+              else tenants.load_vectors_into(endpoint, data, SYSTEMS["vector"]))
+    _READY.add(key)
+    return {f"{tenant}_loaded": loaded}
+
+
+def ready_point(run: Any, v: InterferenceVariant, tenant: str, knobs: Knobs, warmup_queries: int = 0) -> dict[str, Any]:
+    """Set-up point: the tenant's data on its dedicated server and ``warmup_queries`` untimed
+    queries on it (or the queue checked)."""
+    endpoint = run.ctx.endpoints[SERVERS[tenant]]
+    if tenant == "churn":
+        return {"backlog": reset_backlog(endpoint.url, knobs)}
+    loaded = ready(tenant, endpoint, knobs.data)
+    warm(tenant_op(tenant, endpoint, knobs), warmup_queries)
+    return {**loaded, "warmup_queries": warmup_queries}
+
+
+def reset_backlog(url: str, knobs: Knobs) -> int:
+    """The Redis queue emptied (persistence as the adapter's default) and ``backlog`` jobs waiting."""
+    with make_adapter(SYSTEMS["churn"], url) as queue:
+        queue.reset()
+        for start in range(0, knobs.backlog, PREFILL_BATCH):
+            count = min(PREFILL_BATCH, knobs.backlog - start)
+            queue.enqueue([ops.job_payload(f"backlog-{start + i}", knobs.payload_bytes) for i in range(count)])
+        return queue.depth()
+
+
+def tenant_op(tenant: str, endpoint: Any, knobs: Knobs) -> Any:
+    """A bystander's op on its dedicated engine (the search study's requests, the vector study's ef)."""
+    if tenant == "fts":
+        return ops.FtsQueryOp(endpoint.url, tenants.fts_queries(knobs.data), SYSTEMS["fts"], {})
+    vectors_path = str(tenants.verified(knobs.data.vectors))
+    return ops.VectorQueryOp(endpoint, knobs.data.index, vectors_path, knobs.vector_ef, SYSTEMS["vector"])
+
+
+def tenant_ops(points: dict[str, Any], knobs: Knobs) -> list[tuple[Any, float]]:
+    """The bystanders on their engines at the Postgres side's rates (the churn apart)."""
+    return [(tenant_op("fts", points["fts"], knobs), knobs.fts_rate),
+            (tenant_op("vector", points["vector"], knobs), knobs.vector_rate)]
+
+
+def prepare_window(ctx: Any, knobs: Knobs) -> dict[str, Any]:
+    """Untimed: data on each engine, the Redis backlog reset, the bystanders warm."""
+    points = endpoints(ctx)
+    loaded = {k: v for tenant in ("fts", "vector") for k, v in ready(tenant, points[tenant], knobs.data).items()}
+    depth = reset_backlog(points["churn"].url, knobs)
+    for op, _rate in tenant_ops(points, knobs):
+        warm(op, knobs.warmup_queries)
+    return {**loaded, "start_depth": depth}
+
+
+def roles(points: dict[str, Any], knobs: Knobs, churn_rate: float, churn_workers: int) -> list[Any]:
+    found = bystander_roles(tenant_ops(points, knobs), knobs.workers)
+    if churn_rate > 0:
+        found.append(Role("churn", ops.ReliableChurnOp(points["churn"].url, knobs.payload_bytes), workers=churn_workers,
+                          loop=OpenLoop(rate=churn_rate, arrival="poisson", drain_s=2.0)))
+    return found
+
+
+def samplers(ctx: Any, points: dict[str, Any], knobs: Knobs, churn_pids: list[int]) -> list[Any]:
+    """Host (client = every worker, server = the three engines), the churn's own CPU, Redis INFO,
+    OpenSearch node stats and the Qdrant collection."""
+    every = [pid for e in points.values() for pid in e.pids]
+    found = [HostSampler(client_pids=active_worker_pids, server_pids=lambda: every),
+             engines.ChurnCpuSampler(client_pids=lambda: list(churn_pids), server_pids=lambda: list(points["churn"].pids)),
+             engines.OpenSearchSampler(points["fts"].url),
+             engines.QdrantSampler(points["vector"].url, collection_name(knobs.data.index.tag))]
+    own = server_class(SERVERS["churn"]).sampler(points["churn"], None)
+    return found + ([own] if own is not None else [])
+
+
+def measure(ctx: Any, role_list: list[Any], knobs: Knobs, window_s: float, seed: int) -> Measured:
+    """Every tenant for ``window_s`` with the samplers on; t = 0 at the workers' common start."""
+    points, churn_pids = endpoints(ctx), []
+    with (SamplerSet(samplers(ctx, points, knobs, churn_pids)) as sampler_set,
+          BackgroundLoad(role_list, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load):
+        origin, origin_epoch = time.monotonic(), time.time()
+        churn_pids[:] = load.pids("churn")
+        sleep_until(origin + window_s)
+    measured = Measured(load.result, None, origin_epoch, window_s, origin_monotonic=origin)
+    start = sampler_set.threads[0].start_time if sampler_set.threads else origin
+    measured.frame = shifted(sampler_set.dataframe(), start - origin)
+    measured.sampler_errors = sampler_set.errors()
+    return measured
+
+
+def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: float, churn_rate: float,
+                    window_s: float, repetition: int, knobs: Knobs, churn_workers: int) -> RecordedRun:
+    ctx = run.ctx
+    params = {"experiment": mechanism, "variant": v.label, "side": "dedicated", "mechanism": mechanism,
+              "level": level, "churn_rate": churn_rate, "window_s": window_s, "repetition": repetition,
+              "act": None, "systems": SYSTEMS, "churn_workers": churn_workers,
+              "churn_client": "harness open loop (redis-benchmark cannot pace a rate)", **knobs.params()}
+    name = f"dedicated {mechanism}:{level:g}"
+    if reused := ctx.reuse(STUDY, v.system, name, params):
+        return reused
+    start_state = prepare_window(ctx, knobs)
+    servers = {server: ctx.describe_now(server) for server in SERVERS.values()}
+    manifest = new_manifest(new_run_id(STUDY, v.system, name), STUDY, v.system, name, seed=run.seed,
+                            params=params, servers=servers, host=ctx.host)
+    with RunDirectory.create(manifest, ctx.runs_root) as run_dir:
+        role_list = roles(endpoints(ctx), knobs, churn_rate, churn_workers)
+        measured = measure(ctx, role_list, knobs, window_s, run.seed + repetition)
+        return finish(run_dir, measured, churn_rate, {"start_state": start_state})
+
+
+def finish(run_dir: RunDirectory, measured: Measured, churn_rate: float, extra: dict[str, Any]) -> RecordedRun:
+    result = measured.bystanders
+    summary = run_dir.write_result(result)
+    verdict = host_frame_verdict(host_rows(measured.frame, "host"), sum(r.workers for r in result.roles))
+    outcome = {**extra, **window_outcome(measured, churn_rate)}
+    run_dir.manifest = run_dir.manifest.model_copy(
+        update={**verdict, "params": {**run_dir.manifest.params, "outcome": outcome}})
+    write_samplers(run_dir.path, measured.frame)
+    status, error = with_cpu_check(result.status, result.error, verdict["cpu"])
+    run_dir.finish(status, error)
+    return RecordedRun(run_dir.final_path, summary, status, error, outcome)
+
+
+def host_rows(frame: Any, sampler: str) -> Any:
+    return None if frame is None or len(frame) == 0 else frame[frame["sampler"] == sampler]
+
+
+def window_outcome(measured: Measured, churn_rate: float) -> dict[str, Any]:
+    result, seconds = measured.bystanders, measured.window_s
+    seen = {role: evidence.bystander_stats(result, role) for role in (*evidence.BYSTANDERS, "churn")}
+    tenants_seen = {role: stats for role, stats in seen.items() if role != "churn" or churn_rate > 0}
+    churn_cpu = host_frame_verdict(host_rows(measured.frame, "churn_host"), 1)["cpu"]
+    series = {role: evidence.bystander_series(result, role) for role in tenants_seen}
+
+    return {"tenants": tenants_seen, "events": {}, "sampler_errors": measured.sampler_errors,
+            "churn": churn_rates(churn_rate, (seen["churn"].get("count") or 0) / seconds,
+                                 client_cpu_pct=churn_cpu.get("client_cpu_pct_median"),
+                                 queue_server_cpu_pct=churn_cpu.get("server_cpu_pct_median")),
+            "vacuum": {"windows_source": "none: the dedicated engines have no vacuum", "cycles": None,
+                       "long_enough": None, "windows": []},
+            "background": engines.background_summary(measured.frame),
+            "alignment": {},
+            "series": evidence.compact({r: s for r, s in series.items() if len(s)}, pd.Series(dtype=float), seconds)}

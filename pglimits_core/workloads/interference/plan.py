@@ -1,0 +1,135 @@
+"""The interference study's plan: every window a profile's ``interference:`` section asks for.
+
+Per repetition (rounds, so drift on the shared box spreads over every level): each churn level
+in order (level 0 is the baseline: bystanders alone), then the control (b) at its level, the
+held xmin (c) and autovacuum off (d) at theirs, then the dedicated side's levels. Every
+Postgres point is one window with every tenant at once on the project's one Postgres; every
+dedicated point one window with the same tenants at the same rates on OpenSearch, Qdrant and a
+Redis reliable queue (``dedicated``), after one set-up point per dedicated server (its data
+loaded: this also makes the study start all three). The acts and the control are Postgres-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pglimits_core.datasets.corpus import CorpusSpec
+from pglimits_core.datasets.vectors import VectorSpec
+from pglimits_core.errors import PGLimitsError
+from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.interference.dedicated import (
+    DEDICATED_SIDE,
+    SERVERS,
+    SYSTEMS,
+    dedicated_point,
+    ready_point,
+)
+from pglimits_core.workloads.interference.points import (
+    POSTGRES_SIDE,
+    InterferenceVariant,
+    Knobs,
+    interference_point,
+)
+from pglimits_core.workloads.interference.tenants import Data
+
+#: the sides of the study: built, or why not
+SIDES: dict[str, str] = {
+    "postgres": ("built: the two-phase SKIP LOCKED churn (pgbench -R), ranked FTS (pg_gin) and HNSW (pgvector) on "
+                 "one Postgres 16 instance; mechanisms churn, control, held xmin, autovacuum off"),
+    "dedicated": ("built: the same rates on dedicated engines on the same box: FTS on OpenSearch, HNSW on Qdrant "
+                  "(hnsw_ef = the same ef), the churn on a Redis reliable queue (a paced harness load: "
+                  "redis-benchmark cannot pace; its CPU recorded apart) with the same backlog; baseline and churn "
+                  "levels only (held xmin, autovacuum off and the control are Postgres mechanisms)"),
+}
+#: seconds each window costs beyond itself (workers, warm-up queries, queue reset, record): measured
+#: ~5 s at the quick sizes and ~5-7 s at the test sizes on the 2-vCPU box while others shared it
+OVERHEAD_S = 6.0
+#: seconds per 10,000 backlog jobs prefilled and frozen before a Postgres window (measured: see the report)
+BACKLOG_S_PER_10K = 0.6
+
+
+def data_of(profile: Any) -> Data:
+    """The profile's datasets and the vector study's HNSW build parameters (its defaults if the
+    profile has no ``vectors:`` section)."""
+    corpus, vectors = profile.datasets.corpus, profile.datasets.vectors
+    if not isinstance(corpus, CorpusSpec) or not isinstance(vectors, VectorSpec):
+        raise PGLimitsError("interference: the profile needs datasets: corpus: and vectors:",
+                            "add both under datasets: (the search and vector studies' datasets)")
+    study = profile.section("vectors")
+    return Data(corpus, vectors, getattr(study, "m", 16), getattr(study, "ef_construction", 64))
+
+
+def knobs_of(section: Any, profile: Any) -> Knobs:
+    b = section.bystanders
+    return Knobs(data_of(profile), b.fts_rate, b.vector_rate, b.vector_ef, b.workers, b.warmup_queries,
+                 section.churn_clients, section.backlog, section.payload_bytes, section.permutation_trials,
+                 section.min_cycles, section.queue_rate)
+
+
+def windows(section: Any) -> list[tuple[str, float, float, dict[str, float] | None]]:
+    """One repetition's windows: (mechanism, level, seconds, act)."""
+    found = [("baseline" if level == 0 else "churn", level, section.window_s, None) for level in section.levels]
+    if section.control_level is not None:
+        found.append(("control", section.control_level, section.window_s, None))
+    for mechanism in ("held_xmin", "autovacuum_off"):
+        stall = getattr(section, mechanism)
+        if stall is not None:
+            found.append((mechanism, stall.level, stall.window_s, {"before_s": stall.before_s, "act_s": stall.act_s}))
+    return found
+
+
+def dedicated_windows(section: Any) -> list[tuple[str, float, float]]:
+    """One repetition's dedicated windows: (mechanism, level, seconds); none without the side."""
+    if section.dedicated is None:
+        return []
+    return [("baseline" if level == 0 else "churn", level, section.window_s) for level in section.dedicated.levels]
+
+
+def setup_points(section: Any, knobs: Knobs) -> list[Point]:
+    """One per dedicated server, before any dedicated window: its data loaded (or its queue checked)."""
+    if section.dedicated is None:
+        return []
+    return [point("dedicated_setup", InterferenceVariant(f"dedicated {SYSTEMS[t]}", SYSTEMS[t], {"server": server}),
+                  ready_point, tenant=t, knobs=knobs, warmup_queries=section.dedicated.engine_warmup_queries)
+            for t, server in SERVERS.items()]
+
+
+def plan(section: Any, profile: Any) -> list[Point]:
+    """``section`` is a ``workloads.interference.profile.InterferenceProfile``."""
+    knobs = knobs_of(section, profile)
+    workers = section.dedicated.churn_workers if section.dedicated is not None else 0
+    found = setup_points(section, knobs)
+    for r in range(section.repetitions):
+        found += [point(mechanism, POSTGRES_SIDE, interference_point, mechanism=mechanism, level=level,
+                        churn_rate=round(level * section.queue_rate, 3), window_s=seconds, repetition=r, knobs=knobs,
+                        act=act) for mechanism, level, seconds, act in windows(section)]
+        found += [point(mechanism, DEDICATED_SIDE, dedicated_point, mechanism=mechanism, level=level,
+                        churn_rate=round(level * section.queue_rate, 3), window_s=seconds, repetition=r, knobs=knobs,
+                        churn_workers=workers) for mechanism, level, seconds in dedicated_windows(section)]
+    return found
+
+
+def server_options(section: Any) -> dict[str, dict[str, Any]]:
+    """OpenSearch's heap from the profile (the other servers start as every study starts them)."""
+    return {} if section.dedicated is None else {SERVERS["fts"]: {"heap": section.dedicated.heap}}
+
+
+def estimate_s(section: Any) -> float:
+    """The study's wall time: every window plus its overhead and the backlog's prefill (the one-off
+    data loads apart: the corpus and vectors into Postgres, OpenSearch and Qdrant, and the servers' start)."""
+    prefill = BACKLOG_S_PER_10K * section.backlog / 10_000
+    postgres = sum(seconds + OVERHEAD_S + prefill for _, _, seconds, _ in windows(section))
+    dedicated = sum(seconds + OVERHEAD_S for _, _, seconds in dedicated_windows(section))
+    return section.repetitions * (postgres + dedicated)
+
+
+def describe(section: Any) -> str:
+    """The plan in one line, with its time estimate (what the report and notebook say)."""
+    mechanisms = sorted({m for m, *_ in windows(section)})
+    dedicated = dedicated_windows(section)
+    side = (f"dedicated side: {len(dedicated)} windows (levels {', '.join(f'{lv:g}' for _, lv, _ in dedicated)})"
+            if dedicated else "dedicated side: not in this profile")
+    return (f"{len(windows(section)) + len(dedicated)} windows x {section.repetitions} repetition(s) "
+            f"(Postgres: {', '.join(mechanisms)}; churn levels {', '.join(f'{lv:g}' for lv in section.levels)} x "
+            f"{section.queue_rate:g} jobs/s, backlog {section.backlog:,} jobs; {side}): "
+            f"about {estimate_s(section) / 60:.1f} min plus the one-off data loads and the servers' start")

@@ -1,0 +1,196 @@
+"""One interference point = one window = one run record, per (mechanism, level, repetition).
+
+Before the window (untimed): the bystanders' data loaded and frozen once (``tenants.ready``), the
+queue and control tables reset to ``backlog`` jobs and frozen, each bystander warmed with
+``warmup_queries`` queries, ``age(relfrozenxid)`` of every table read. Then ``window.measure_window``
+and the record: the bystanders' and the churn's latencies in one summary and time series (roles
+``fts``, ``vector``, ``churn``, one phase ``load`` = the whole window), the samplers' per-second
+rows (host CPU split, pg_stat, the vacuum sampler's columns) in ``samplers.parquet``, and the
+outcome (``evidence``, ``stretches``) in the manifest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pglimits_core.record.manifest import new_manifest
+from pglimits_core.record.rundir import RunDirectory, new_run_id
+from pglimits_core.studies.runner import RecordedRun, cpu_verdict, with_cpu_check
+from pglimits_core.studies.variant import Variant
+from pglimits_core.workloads.interference import acts, churn, evidence, ops, tenants
+from pglimits_core.workloads.interference.merge import merged_result, write_samplers
+from pglimits_core.workloads.interference.stretches import stretches
+from pglimits_core.workloads.interference.window import (
+    SERVER,
+    Churn,
+    bystander_roles,
+    measure_window,
+)
+
+STUDY = "interference"
+
+
+class InterferenceVariant(Variant):
+    """A side of the study: ``postgres`` (every tenant on the one instance) or ``dedicated`` (each
+    on its own engine; ``options["server"]`` is the server its points are planned on)."""
+
+    @property
+    def server(self) -> str:
+        return self.options.get("server", SERVER)
+
+
+POSTGRES_SIDE = InterferenceVariant("postgres", "postgres")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """What every point of a study run shares (from the profile section)."""
+
+    data: tenants.Data
+    fts_rate: float
+    vector_rate: float
+    vector_ef: int
+    workers: int
+    warmup_queries: int
+    churn_clients: int
+    backlog: int
+    payload_bytes: int
+    trials: int
+    min_cycles: int
+    #: the rate the levels are fractions of (the plan states it, each record checks it)
+    queue_rate: float = 0.0
+
+    def params(self) -> dict[str, Any]:
+        return {**{k: v for k, v in vars(self).items() if k != "data"}, "data": self.data.params()}
+
+
+def churn_load(mechanism: str, rate: float, knobs: Knobs) -> Churn | None:
+    """pgbench's script for the mechanism (the control's makes no dead tuple); None at level 0."""
+    if rate <= 0:
+        return None
+    script = churn.control_script() if mechanism == "control" else churn.churn_script(knobs.payload_bytes)
+    return Churn(script, rate, knobs.churn_clients)
+
+
+def the_act(mechanism: str, url: str, act: dict[str, float] | None):
+    """The mechanism's act inside the window (None: plain churn, control or baseline)."""
+    makers = {"held_xmin": acts.hold_xmin, "autovacuum_off": acts.autovacuum_off}
+    if act is None or mechanism not in makers:
+        return None
+    return makers[mechanism](url, act["before_s"], act["act_s"])
+
+
+def prepare_run(ctx: Any, knobs: Knobs) -> dict[str, Any]:
+    """Untimed: data ready and frozen, queue reset, bystanders warm; the tables' freeze ages."""
+    import psycopg
+
+    endpoint = ctx.endpoints[SERVER]
+    loaded = tenants.ready(endpoint.url, endpoint, knobs.data)
+    with psycopg.connect(endpoint.url, autocommit=True) as conn:
+        start = churn.reset_queue(conn, knobs.backlog, knobs.payload_bytes)
+        ages = tenants.frozen_ages(conn, [*tenants.bystander_tables(), churn.QUEUE_TABLE, churn.CONTROL_TABLE])
+    for op, _rate in bystander_ops(ctx, knobs):
+        warm(op, knobs.warmup_queries)
+    return {**loaded, "start_depth": start["depth"], "relfrozenxid_age": ages}
+
+
+def bystander_ops(ctx: Any, knobs: Knobs) -> list[tuple[Any, float]]:
+    endpoint = ctx.endpoints[SERVER]
+    vectors_path = str(tenants.verified(knobs.data.vectors))
+    return [(ops.FtsQueryOp(endpoint.url, tenants.fts_queries(knobs.data)), knobs.fts_rate),
+            (ops.VectorQueryOp(endpoint, knobs.data.index, vectors_path, knobs.vector_ef), knobs.vector_rate)]
+
+
+def warm(op: Any, queries: int) -> None:
+    """``queries`` untimed calls on one connection of the op (buffers hold what it reads)."""
+    op.open()
+    try:
+        for _ in range(queries):
+            op()
+    finally:
+        op.close()
+
+
+def interference_point(run: Any, v: InterferenceVariant, mechanism: str, level: float, churn_rate: float,
+                       window_s: float, repetition: int, knobs: Knobs,
+                       act: dict[str, float] | None = None) -> RecordedRun:
+    ctx = run.ctx
+    params = {"experiment": mechanism, "variant": v.label, "side": "postgres", "mechanism": mechanism, "level": level,
+              "churn_rate": churn_rate, "window_s": window_s, "repetition": repetition, "act": act,
+              **knobs.params()}
+    name = f"{mechanism}:{level:g}"
+    if reused := ctx.reuse(STUDY, v.system, name, params):
+        return reused
+    start_state = prepare_run(ctx, knobs)
+    description = ctx.describe_now(SERVER)
+    manifest = new_manifest(new_run_id(STUDY, v.system, name), STUDY, v.system, name, seed=run.seed,
+                            params=params, servers={SERVER: description}, host=ctx.host,
+                            tuning_ledger=description.get("settings", {}).get("tuning_ledger", []),
+                            harness_ceiling=ctx.ceilings.get(SERVER, {}))
+    with RunDirectory.create(manifest, ctx.runs_root) as run_dir:
+        load = churn_load(mechanism, churn_rate, knobs)
+        roles = bystander_roles(bystander_ops(ctx, knobs), knobs.workers)
+        measured = measure_window(ctx, roles, load, window_s, run.seed + repetition, sampled_tables(),
+                                  the_act(mechanism, ctx.endpoints[SERVER].url, act))
+        return finish(run_dir, measured, load, knobs, {"start_state": start_state}, run.seed + repetition)
+
+
+def sampled_tables() -> list[str]:
+    return [churn.QUEUE_TABLE, churn.CONTROL_TABLE, *tenants.bystander_tables()]
+
+
+def finish(run_dir: RunDirectory, measured: Any, load: Churn | None, knobs: Knobs, extra: dict[str, Any],
+           seed: int) -> RecordedRun:
+    """Summary, time series, samplers, outcome and status of one window."""
+    result = merged_result(measured, load)
+    summary = run_dir.write_result(result)
+    workers = sum(role.workers for role in result.roles)
+    verdict = cpu_verdict(SERVER, measured.frame, workers)
+    outcome = {**extra, **window_outcome(measured, load, knobs, seed)}
+    run_dir.manifest = run_dir.manifest.model_copy(
+        update={**verdict, "params": {**run_dir.manifest.params, "outcome": outcome}})
+    write_samplers(run_dir.path, measured.frame)
+    status, error = with_cpu_check(result.status, result.error, verdict["cpu"])
+    if problem := act_problem(measured.events):
+        status, error = "failed", "; ".join(e for e in (error, problem) if e)
+    run_dir.finish(status, error)
+    return RecordedRun(run_dir.final_path, summary, status, error, outcome)
+
+
+def act_problem(events: dict[str, Any]) -> str | None:
+    """An act that was not undone fails the run: the next runs would start from another state."""
+    if events.get("holder_gone") is False:
+        return "the held-xmin session was still there after the act"
+    if events.get("autovacuum_restored") is False:
+        return "autovacuum_enabled was still off on the queue table after the act"
+    return None
+
+
+#: a churn level holds when the queue completed at least this share of the offered jobs/s in the
+#: window; below it the queue built a backlog of its own: its latency is that backlog's
+SUSTAINED_SHARE = 0.95
+
+
+def churn_rates(offered: float, achieved: float, **extra: Any) -> dict[str, Any]:
+    """Offered vs completed jobs/s and whether the window sustained the offered rate."""
+    return {"offered_per_s": offered, "jobs_per_s": round(achieved, 2),
+            "sustained": None if not offered else bool(achieved >= SUSTAINED_SHARE * offered), **extra}
+
+
+def window_outcome(measured: Any, load: Churn | None, knobs: Knobs, seed: int) -> dict[str, Any]:
+    series = evidence.tenant_series(measured)
+    dead = evidence.dead_series(measured.frame)
+    windows, source = evidence.queue_windows(measured)
+    claims = evidence.churn_in_window(measured.churn_samples, measured.window_s)
+    tenants_seen = {role: evidence.bystander_stats(measured.bystanders, role) for role in evidence.BYSTANDERS}
+    if load is not None:
+        tenants_seen["churn"] = evidence.sample_stats(claims.latency_us.to_numpy())
+    return {"tenants": tenants_seen, "events": measured.events, "sampler_errors": measured.sampler_errors,
+            "churn": churn_rates(load.rate if load else 0, len(claims) / measured.window_s,
+                                 failed=measured.churn_failed, error=measured.churn_error),
+            "vacuum": {"windows_source": source, "cycles": len(windows), "long_enough": len(windows) >= knobs.min_cycles,
+                       "windows": [[round(w.start_s, 2), round(w.end_s, 2)] for w in windows]},
+            "alignment": {role: evidence.alignment(s, windows, knobs.trials, seed) for role, s in series.items()},
+            "series": evidence.compact(series, dead, measured.window_s),
+            **stretches(measured, series, dead)}

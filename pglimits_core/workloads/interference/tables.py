@@ -1,0 +1,225 @@
+"""The interference study's tables, from run records only (``params.outcome`` holds each window's
+evidence; the per-second rows stay in the record for anyone who wants more).
+
+- ``inflation``: per side, tenant, mechanism and level, the p99 over the window (median over the
+  repetitions, their min–max) against the side's own baseline (level 0: bystanders alone), the inflation
+  in ms (each repetition's p99 minus the baseline median: median (min–max)) and the ratio, with
+  the autovacuum cycles each window held; a window with fewer than ``min_cycles`` says so.
+- ``alignment``: per run and tenant, mean per-second p99 inside the queue table's autovacuum
+  windows vs outside, and the circular-shift permutation p-value.
+- ``stalls``: held xmin and autovacuum off, before / during / after, and the recovery seconds.
+- ``timeline``: the per-second series of the worst repetition of each mechanism and level (the
+  Postgres side: the one with vacuum windows and dead tuples to draw).
+- ``sides``: per tenant and churn level, p99 inflation on Postgres vs on the dedicated engines
+  (OpenSearch, Qdrant, Redis) on the same box, and what that says: the tail removed by splitting
+  the systems, moved (both inflate), or absent on both. Without records: each side's description.
+
+Every table copes with an empty frame (a notebook opened before any results exist).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.workloads.interference.plan import SIDES
+from pglimits_core.workloads.interference.points import SUSTAINED_SHARE
+
+TENANTS = ("fts", "vector", "churn")
+ORDER = {"baseline": 0, "churn": 1, "control": 2, "held_xmin": 3, "autovacuum_off": 4}
+
+
+def run_row(record: dict[str, Any]) -> dict[str, Any]:
+    manifest = record["manifest"]
+    params = manifest.get("params", {})
+    outcome = params.get("outcome") or {}
+    vacuum = outcome.get("vacuum") or {}
+    return {"run_id": manifest["run_id"], "status": manifest.get("status"), "error": manifest.get("error"),
+            "side": params.get("side") or "postgres", "backlog": params.get("backlog", params.get("queue_depth")),
+            "mechanism": params.get("mechanism"), "level": params.get("level"), "churn_rate": params.get("churn_rate"),
+            "repetition": params.get("repetition"), "window_s": params.get("window_s"),
+            "min_cycles": params.get("min_cycles"), "cycles": vacuum.get("cycles"),
+            "windows_source": vacuum.get("windows_source"), "jobs_per_s": (outcome.get("churn") or {}).get("jobs_per_s"),
+            "server_cpu_pct": (manifest.get("cpu") or {}).get("server_cpu_pct_median"), "outcome": outcome}
+
+
+def interference_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run × tenant (the tenant's p50/p99/max over the window and its alignment)."""
+    rows = []
+    for record in records:
+        base = run_row(record)
+        outcome = base["outcome"]
+        params = record["manifest"].get("params", {})
+        for tenant, stats in (outcome.get("tenants") or {}).items():
+            aligned = (outcome.get("alignment") or {}).get(tenant) or {}
+            offered = params.get(OFFERED.get(tenant, "churn_rate"))
+            rows.append({**base, "tenant": tenant, **{k: stats.get(k) for k in ("count", "p50_ms", "p99_ms", "max_ms")},
+                         "offered_per_s": offered, "achieved_per_s": per_second(stats.get("count"), base["window_s"]),
+                         **{f"align_{k}": aligned.get(k) for k in ("inside_p99_ms", "outside_p99_ms", "observed_ms",
+                                                                   "p_value", "reason")}})
+    return pd.DataFrame(rows)
+
+
+#: the record parameter holding each tenant's offered rate
+OFFERED = {"fts": "fts_rate", "vector": "vector_rate", "churn": "churn_rate"}
+
+
+def per_second(count: Any, seconds: Any) -> float | None:
+    return round(count / seconds, 2) if count is not None and seconds else None
+
+
+def kept_up(rows: pd.DataFrame) -> bool | None:
+    """Every window completed at least ``SUSTAINED_SHARE`` of the tenant's offered rate (None: no
+    rate offered, e.g. the churn at level 0). A bystander that did not keep up measured its own
+    queueing, not interference."""
+    offered = pd.to_numeric(rows.get("offered_per_s"), errors="coerce")
+    if offered is None or not (offered > 0).any():
+        return None
+    return bool((pd.to_numeric(rows.achieved_per_s, errors="coerce") >= SUSTAINED_SHARE * offered).all())
+
+
+def _done(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.empty or "tenant" not in frame:
+        return pd.DataFrame()
+    return frame[frame.status == "complete"]
+
+
+def spread(values: pd.Series, digits: int = 2) -> str:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.empty:
+        return "—"
+    if len(values) == 1:
+        return f"{values.iloc[0]:.{digits}f}"
+    return f"{values.median():.{digits}f} ({values.min():.{digits}f}–{values.max():.{digits}f})"
+
+
+def cycles_note(rows: pd.DataFrame) -> str:
+    """What the windows' autovacuum count says about their length."""
+    if rows.mechanism.iloc[0] == "baseline":
+        return "no churn"
+    cycles = pd.to_numeric(rows.cycles, errors="coerce").dropna()
+    need = pd.to_numeric(rows.min_cycles, errors="coerce").dropna()
+    if cycles.empty or need.empty:
+        return "cycles not measured"
+    short = int((cycles < need.iloc[0]).sum())
+    return f"{short} of {len(cycles)} windows < {int(need.iloc[0])} autovacuum cycles" if short else "ok"
+
+
+def sustained(rows: pd.DataFrame) -> bool | None:
+    """The churn met its offered rate in every window (None: no churn)."""
+    offered = pd.to_numeric(rows.churn_rate, errors="coerce")
+    if not (offered > 0).any():
+        return None
+    return bool((pd.to_numeric(rows.jobs_per_s, errors="coerce") >= SUSTAINED_SHARE * offered).all())
+
+
+def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = _done(frame)
+    if rows.empty:
+        return pd.DataFrame()
+    baseline = rows[rows.mechanism == "baseline"].groupby(["side", "tenant"]).p99_ms.median()
+    out = []
+    for (side, mechanism, level, tenant), group in rows.groupby(["side", "mechanism", "level", "tenant"], sort=False):
+        base = baseline.get((side, tenant))
+        p99 = pd.to_numeric(group.p99_ms, errors="coerce")
+        out.append({"side": side, "mechanism": mechanism, "level": level, "churn_rate": group.churn_rate.iloc[0],
+                    "backlog": group.backlog.iloc[0], "tenant": tenant, "runs": len(group), "p99_ms": spread(p99), "baseline_p99_ms": base,
+                    "inflation_ms": spread(p99 - base) if base is not None else "—",
+                    "ratio": round(p99.median() / base, 2) if base else None,
+                    "max_ms": spread(group.max_ms), "achieved_per_s": spread(group.achieved_per_s, 0),
+                    "kept_up": kept_up(group), "jobs_per_s": spread(group.jobs_per_s, 0),
+                    "churn_sustained": sustained(group),
+                    "server_cpu_pct": spread(group.server_cpu_pct, 0), "autovacuum_cycles": spread(group.cycles, 0),
+                    "cycles_note": cycles_note(group)})
+    table = pd.DataFrame(out)
+    return table.sort_values(["side", "mechanism", "level", "tenant"], key=_order, ignore_index=True)
+
+
+def _order(column: pd.Series) -> pd.Series:
+    if column.name == "mechanism":
+        return column.map(ORDER).fillna(9)
+    if column.name == "tenant":
+        return column.map({t: i for i, t in enumerate(TENANTS)}).fillna(9)
+    if column.name == "side":
+        return column.map({s: i for i, s in enumerate(SIDES)}).fillna(9)
+    return column
+
+
+def postgres_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The Postgres side's runs (vacuum windows, acts and dead tuples exist only there)."""
+    rows = _done(frame)
+    return rows if rows.empty else rows[rows.side == "postgres"]
+
+
+def alignment_table(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = postgres_rows(frame)
+    if rows.empty:
+        return pd.DataFrame()
+    columns = ["mechanism", "level", "repetition", "tenant", "cycles", "windows_source", "align_inside_p99_ms",
+               "align_outside_p99_ms", "align_observed_ms", "align_p_value", "align_reason"]
+    table = rows[rows.mechanism != "baseline"][columns].rename(columns=lambda c: c.removeprefix("align_"))
+    return table.sort_values(["mechanism", "level", "repetition", "tenant"], key=_order, ignore_index=True)
+
+
+def stalls_table(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = _done(frame)
+    if rows.empty:
+        return pd.DataFrame()
+    out = []
+    for _, run in rows.drop_duplicates("run_id").iterrows():
+        outcome = run.outcome
+        events = outcome.get("events") or {}
+        for stretch in outcome.get("stretches") or []:
+            out.append({"mechanism": run.mechanism, "level": run.level, "repetition": run.repetition, **stretch,
+                        "recovery_s": outcome.get("recovery_s") if stretch["stretch"] == "after" else None,
+                        "holder_gone": events.get("holder_gone"),
+                        "autovacuum_restored": events.get("autovacuum_restored")})
+    return pd.DataFrame(out)
+
+
+def worst_runs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per mechanism and level, the run whose worst bystander p99 is the highest."""
+    bystanders = rows[rows.tenant.isin(["fts", "vector"])]
+    worst = bystanders.groupby("run_id").p99_ms.max()
+    runs = rows.drop_duplicates("run_id").set_index("run_id").assign(worst=worst)
+    return runs.sort_values("worst", ascending=False).groupby(["mechanism", "level"], sort=False).head(1)
+
+
+def act_span(outcome: dict[str, Any]) -> dict[str, Any]:
+    events = outcome.get("events") or {}
+    return {"act_start_s": events.get("act_start_s"), "act_end_s": events.get("act_end_s")}
+
+
+def timeline_table(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = postgres_rows(frame)
+    if rows.empty:
+        return pd.DataFrame()
+    out = []
+    for _, run in worst_runs(rows).iterrows():
+        series = run.outcome.get("series") or {}
+        windows = (run.outcome.get("vacuum") or {}).get("windows") or []
+        for i, second in enumerate(series.get("second", [])):
+            out.append({"mechanism": run.mechanism, "level": run.level, "repetition": run.repetition,
+                        "second": second, **{f"{t}_p99_ms": (series.get(f"{t}_p99_ms") or [None] * (i + 1))[i]
+                                             for t in TENANTS},
+                        "dead_tuples": (series.get("dead_tuples") or [None] * (i + 1))[i],
+                        "in_vacuum": any(start <= second + 1 and end > second for start, end in windows),
+                        "vacuum_windows": windows, **act_span(run.outcome)})
+    table = pd.DataFrame(out)
+    return table.sort_values(["mechanism", "level", "second"], key=_order, ignore_index=True) if out else table
+
+
+def sides_table(frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per tenant and churn level, each side's p99 inflation against its own baseline."""
+    from pglimits_core.workloads.interference.sides import split_table
+
+    table = split_table(inflation_table(frame)) if frame is not None else pd.DataFrame()
+    if table.empty:
+        return pd.DataFrame([{"side": side, "status": status} for side, status in SIDES.items()])
+    return table
+
+
+def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {"inflation": inflation_table(frame), "alignment": alignment_table(frame), "stalls": stalls_table(frame),
+            "timeline": timeline_table(frame), "sides": sides_table(frame)}

@@ -1,0 +1,156 @@
+"""One measured window: every tenant at once on the one Postgres, with the samplers watching.
+
+Order, so that every series shares one clock (``t`` = 0 at the bystanders' common start):
+samplers on (host CPU split, pg_stat, the per-second vacuum sampler) -> the bystanders'
+open-loop workers start (``BackgroundLoad``: ``start()`` returns at their common start, which
+becomes t = 0) -> the churn's pgbench starts (a few hundred ms later; its log's epoch stamps are
+put on the same axis) -> the act, if any (held xmin, autovacuum off), at its planned second ->
+the window ends: bystanders stopped, pgbench ends at its next whole second (``-T``), samplers
+off. The server log's autovacuum lines written meanwhile are kept for the exact vacuum windows.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pglimits_core.load import BackgroundLoad, OpenLoop, Role
+from pglimits_core.load.driver import active_worker_pids
+from pglimits_core.load.tools import PgbenchLoad
+from pglimits_core.load.tools.pgbench import read_logs
+from pglimits_core.load.tools.process import ToolProcess
+from pglimits_core.record.results import RunResult
+from pglimits_core.samplers import SamplerSet
+from pglimits_core.samplers.vacuum import ServerLogTail, VacuumSampler, server_log_path
+from pglimits_core.studies.runner import samplers_for
+
+SERVER = "postgres"
+#: seconds the bystanders may run past the window before BackgroundLoad stops them on its own
+MAX_OVERRUN_S = 120.0
+
+
+@dataclass
+class Churn:
+    """The churn's pgbench: ``script`` at ``rate`` transactions/s over ``clients`` (one job each)."""
+
+    script: str
+    rate: float
+    clients: int
+    op: str = "job"
+
+
+@dataclass
+class Measured:
+    """What one window produced, every time on the window's axis (seconds from t = 0)."""
+
+    bystanders: RunResult
+    frame: Any  # the samplers' rows, t shifted onto the window's axis
+    origin_epoch_s: float
+    window_s: float
+    events: dict[str, float] = field(default_factory=dict)
+    churn_result: Any = None  # pgbench's own RunResult (its summary, its errors)
+    churn_samples: list[tuple[float, int]] = field(default_factory=list)  # (done s, latency µs)
+    churn_failed: int = 0
+    churn_error: str | None = None
+    origin_monotonic: float = 0.0
+    log_text: str = ""
+    #: the server log could be read (an empty text then means: no autovacuum ran)
+    log_readable: bool = False
+    sampler_errors: dict[str, int] = field(default_factory=dict)
+
+
+def log_tail(ctx: Any) -> ServerLogTail | None:
+    """The project server's log from now on (None for a server whose log is not ours to read)."""
+    try:
+        return ServerLogTail(server_log_path(ctx.servers.get(SERVER) or ctx.endpoints[SERVER]))
+    except (KeyError, AttributeError, OSError):
+        return None
+
+
+class ChurnThread(threading.Thread):
+    """pgbench in its own thread (``ToolProcess`` blocks until it exits)."""
+
+    def __init__(self, load: PgbenchLoad, process: ToolProcess):
+        super().__init__(name="interference-churn", daemon=True)
+        self.load, self.process = load, process
+        self.result: Any = None
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.load.run(self.process)
+        except Exception as exc:  # noqa: BLE001 — reported in the record, never lost
+            self.error = f"{type(exc).__name__}: {exc}"
+
+
+def sleep_until(deadline: float) -> None:
+    time.sleep(max(0.0, deadline - time.monotonic()))
+
+
+def measure_window(ctx: Any, roles: list[Role], churn: Churn | None, window_s: float, seed: int,
+                   tables: list[str], act: Callable[[float], dict[str, float]] | None = None) -> Measured:
+    """Run every tenant for ``window_s``; ``act(origin_monotonic)`` does the mechanism's act at its
+    seconds and returns when they happened (seconds from t = 0)."""
+    endpoint = ctx.endpoints[SERVER]
+    tail = log_tail(ctx)
+    with tempfile.TemporaryDirectory(prefix="interference-") as scratch:
+        process = ToolProcess(Path(scratch))
+        sampler_list = [*samplers_for(SERVER, endpoint, tables, lambda: active_worker_pids() + process.pids()),
+                        VacuumSampler(endpoint.url, tables=tables)]
+        with SamplerSet(sampler_list) as samplers:
+            measured = _run_tenants(endpoint.url, roles, churn, window_s, seed, process, act)
+        sampler_start = samplers.threads[0].start_time if samplers.threads else measured.origin_monotonic
+        measured.frame = shifted(samplers.dataframe(), sampler_start - measured.origin_monotonic)
+        measured.sampler_errors = samplers.errors()
+        if churn is not None:
+            samples, measured.churn_failed = read_logs(Path(scratch))
+            measured.churn_samples = on_axis(samples, measured.origin_epoch_s)
+    measured.log_text, measured.log_readable = (tail.read(), True) if tail is not None else ("", False)
+    return measured
+
+
+def _run_tenants(url: str, roles: list[Role], churn: Churn | None, window_s: float, seed: int,
+                 process: ToolProcess, act: Callable[[float], dict[str, float]] | None) -> Measured:
+    """Bystanders from t = 0, the churn right after, the act, until the window ends."""
+    thread = None
+    with BackgroundLoad(roles, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load:
+        origin, origin_epoch = time.monotonic(), time.time()
+        if churn is not None:
+            seconds = math.ceil(window_s + 0.3)  # pgbench -T: whole seconds, past the window's end
+            thread = ChurnThread(PgbenchLoad(url, churn.script, churn.clients, seconds, op=churn.op,
+                                             script_name="churn.sql", rate=churn.rate), process)
+            thread.start()
+        events = act(origin) if act is not None else {}
+        sleep_until(origin + window_s)
+    if thread is not None:
+        thread.join(window_s + 180)
+    measured = Measured(load.result, None, origin_epoch, window_s, events, origin_monotonic=origin)
+    if thread is not None:
+        measured.churn_result, measured.churn_error = thread.result, thread.error
+    return measured
+
+
+def shifted(frame: Any, offset_s: float) -> Any:
+    """The samplers' rows with ``t`` moved onto the window's axis (t = 0 at the common start)."""
+    if frame is None or len(frame) == 0 or "t" not in frame:
+        return frame
+    frame = frame.copy()
+    frame["t"] = frame["t"] + offset_s
+    return frame
+
+
+def on_axis(samples: list[tuple[int, int]], origin_epoch_s: float) -> list[tuple[float, int]]:
+    """pgbench's ``(completion epoch µs, latency µs)`` as (seconds from t = 0, latency µs)."""
+    return sorted(((done_us / 1e6 - origin_epoch_s, latency) for done_us, latency in samples))
+
+
+def bystander_roles(ops: list[tuple[Any, float]], workers: int) -> list[Role]:
+    """Each bystander op open loop at its rate (queries/s), ``workers`` processes each."""
+    return [Role(op.name, op, workers=workers, loop=OpenLoop(rate=rate, arrival="poisson", drain_s=2.0))
+            for op, rate in ops]

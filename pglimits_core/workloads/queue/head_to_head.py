@@ -1,0 +1,149 @@
+"""Who set the limit, row by row: the verdict class (``analysis.verdict``: ``Side``, ``decide``)
+of each throughput and latency row against its head-to-head counterpart.
+
+A row's counterpart is the best design on the other side of the study's question — a Postgres
+row against the best non-Postgres design (Redis, SQLite), any other row against the best
+Postgres design — in the same durability class at the same point (consumers; offered rate).
+The core rule judges the pair; nothing here re-words it. A latency side whose design cannot
+reach the offered rate on this box at all — even its best closed-loop burn-down run, consumers
+alone with no producers, stayed below it (``reach``) — is ``reaches_rate=False``: the pair is
+"not comparable here", never "differ".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from pglimits_core.analysis.flags import flag_set
+from pglimits_core.analysis.verdict import Side, decide
+from pglimits_core.workloads.queue.systems.registry import SERVER_FOR
+
+NO_COUNTERPART = "no counterpart measured in this durability class at this point"
+
+
+@dataclass(frozen=True)
+class Reach:
+    """A design's closed-loop burn-down on this box: the peak median, the best single run, and
+    whether the peak is only a floor (then its reach is unknown, never "cannot reach")."""
+
+    peak: float
+    best_run: float
+    floor: bool
+
+    def reaches(self, rate: float) -> bool:
+        return self.floor or self.best_run >= rate
+
+    def text(self) -> str:
+        return f"burn-down peak {self.peak:,.0f}/s, best run {self.best_run:,.0f}/s, no producers"
+
+
+def reach(throughput: pd.DataFrame | None) -> dict[str, Reach]:
+    """Each design's ``Reach`` from the throughput table (empty without one)."""
+    if throughput is None or throughput.empty or "jobs_per_s" not in throughput:
+        return {}
+    found = {}
+    for variant, rows in throughput.dropna(subset=["jobs_per_s"]).groupby("variant"):
+        best = rows.loc[rows.jobs_per_s.idxmax()]
+        runs = rows.max_jobs_per_s if "max_jobs_per_s" in rows else rows.jobs_per_s
+        found[variant] = Reach(float(best.jobs_per_s), float(runs.max()), flag_set(best.get("lower_bound")))
+    return found
+
+
+def cannot_reach(reaches: dict[str, Reach], variant: str, rate: float) -> str:
+    """Why ``variant`` cannot reach ``rate`` on this box ("" when it can, or nobody knows)."""
+    known = reaches.get(variant)
+    if known is None or known.reaches(rate):
+        return ""
+    return f"{variant} cannot reach {rate:,.0f}/s on this box ({known.text()})"
+
+
+def on_postgres(variant: str) -> bool:
+    return SERVER_FOR.get(str(variant).split()[0]) == "postgres"
+
+
+def verdict_columns(sides: pd.DataFrame) -> pd.DataFrame:
+    """``sides``: one row per design at a point (``variant``, ``durability_class``, ``point``,
+    ``side``: its ``Side``, ``better``: higher is better). Adds ``versus``, ``verdict_class``
+    and ``verdict_why`` against each row's counterpart."""
+    out = []
+    for _, row in sides.iterrows():
+        rivals = sides[(sides.durability_class == row.durability_class) & (sides.point == row.point)
+                       & (sides.variant.map(on_postgres) != on_postgres(row.variant))]
+        if rivals.empty:
+            out.append({"versus": "—", "verdict_class": "—", "verdict_why": NO_COUNTERPART})
+            continue
+        rival = rivals.loc[rivals.better.idxmax()]
+        verdict = decide(row.side, rival.side)
+        out.append({"versus": rival.variant, "verdict_class": verdict.klass, "verdict_why": verdict.why})
+    return pd.DataFrame(out, index=sides.index)
+
+
+def _range(values: pd.Series) -> tuple[float, float] | None:
+    known = pd.to_numeric(values, errors="coerce").dropna()
+    return (float(known.min()), float(known.max())) if len(known) else None
+
+
+def _number(value) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def throughput_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """The throughput table with each row's verdict against its counterpart at as many consumers."""
+    if table.empty:
+        return table
+    sides = pd.DataFrame({
+        "variant": table.variant, "durability_class": table.durability_class, "point": table.consumers,
+        "better": table.jobs_per_s.fillna(0),
+        "side": [Side(r.variant, _number(r.jobs_per_s), client_bound=_bound(r.client_bound),
+                      server_cpu_us_per_op=_number(r.server_cpu_us_per_job),
+                      value_range=(r.min_jobs_per_s, r.max_jobs_per_s) if pd.notna(r.min_jobs_per_s) else None,
+                      cpu_range=_pair(r.min_server_cpu_us_per_job, r.max_server_cpu_us_per_job))
+                 for r in table.itertuples()]})
+    return pd.concat([table, verdict_columns(sides)], axis=1)
+
+
+def latency_verdicts(table: pd.DataFrame, reaches: dict[str, Reach]) -> pd.DataFrame:
+    """The latency table (a row per run) with each design's verdict at its offered rate: value
+    1/median p99, a side out of reach of the rate is ``reaches_rate=False``."""
+    if table.empty:
+        return table
+    designs = [_latency_side(variant, rate, runs, reaches)
+               for (variant, rate), runs in table.groupby(["variant", "offered_per_s"], sort=False)]
+    sides = pd.DataFrame(designs)
+    judged = pd.concat([sides, verdict_columns(sides)], axis=1).set_index(["variant", "point"])
+    keys = list(zip(table.variant, table.offered_per_s, strict=True))
+    columns = {c: [judged.at[key, c] for key in keys] for c in ("versus", "verdict_class", "verdict_why")}
+    return table.assign(**columns)
+
+
+def _latency_side(variant: str, rate: float, runs: pd.DataFrame, reaches: dict[str, Reach]) -> dict:
+    p99 = runs.e2e_p99_ms.median()
+    p99s = _range(runs.e2e_p99_ms)
+    side = Side(variant, 1000 / p99 if p99 else None, client_bound=_any_bound(runs.client_bound),
+                server_cpu_us_per_op=_median(runs.server_cpu_us_per_job),
+                reaches_rate=not cannot_reach(reaches, variant, rate),
+                value_range=(1000 / p99s[1], 1000 / p99s[0]) if p99s and p99s[0] else None,
+                cpu_range=_range(runs.server_cpu_us_per_job))
+    return {"variant": variant, "durability_class": runs.durability_class.iloc[0], "point": rate,
+            "better": side.value or 0.0, "side": side}
+
+
+def _median(values: pd.Series) -> float | None:
+    known = pd.to_numeric(values, errors="coerce").dropna()
+    return float(known.median()) if len(known) else None
+
+
+def _bound(value) -> bool | None:
+    return None if value is None or pd.isna(value) else bool(value)
+
+
+def _any_bound(values: pd.Series) -> bool | None:
+    """Bound if any run was; not bound only if every run says so (decision.py's rule)."""
+    known = [bool(v) for v in values if v is not None and not pd.isna(v)]
+    return True if any(known) else (False if known and len(known) == len(values) else None)
+
+
+def _pair(low, high) -> tuple[float, float] | None:
+    return None if low is None or pd.isna(low) or pd.isna(high) else (float(low), float(high))

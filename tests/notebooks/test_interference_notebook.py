@@ -1,0 +1,97 @@
+"""The interference notebook under papermill with the test profile, against a real Postgres and the
+dedicated side's real OpenSearch, Qdrant and Redis: one complete run record per Postgres window
+with the bystanders' per-second p99, the churn's rate and whether it was sustained, the backlog,
+the vacuum sampler's columns, the acts undone (the held-xmin session gone, autovacuum back on);
+the dedicated baseline and churn windows with the same tenants on their engines, the Redis
+churn's rate and client CPU, the engines' sampler columns; the tables (the sides table comparing
+both sides) and the timeline figure written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pglimits_core.config import NOTEBOOKS_DIR, PROJECT_ROOT
+from pglimits_core.record.rundir import finished_runs
+
+pytestmark = [pytest.mark.integration, pytest.mark.notebook]
+
+VACUUM_COLUMNS = {"jobs.n_dead_tup", "oldest_xmin_age_xacts", "wait_events", "wal_bytes_per_s", "autovacuum_tables",
+                  "checkpoints_req_delta", "blks_hit_per_s", "blks_read_per_s"}
+DEDICATED_COLUMNS = {"os_merges_delta", "os_refreshes_delta", "qdrant_optimizer_ok", "qdrant_segments", "client_cpu_pct",
+                     "used_memory"}
+
+
+def manifests_by_window(runs: Path) -> dict[tuple[str, str], tuple[Path, dict]]:
+    found = {}
+    for path in finished_runs(runs):
+        manifest = json.loads((path / "manifest.json").read_text())
+        found[(manifest["params"]["side"], manifest["params"]["mechanism"])] = (path, manifest)
+    return found
+
+
+def check_dedicated(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None:
+    """Both dedicated windows complete on the three engines, the churn on Redis at its rate with its
+    client CPU recorded, the backlog waiting, the engines' sampler columns."""
+    for mechanism in ("baseline", "churn"):
+        path, manifest = manifests[("dedicated", mechanism)]
+        assert manifest["status"] == "complete", manifest["error"]
+        assert set(manifest["servers"]) == {"opensearch", "qdrant", "redis"}
+        outcome = manifest["params"]["outcome"]
+        assert all(outcome["tenants"][t]["p99_ms"] > 0 for t in ("fts", "vector")), mechanism
+        assert outcome["start_state"]["start_depth"] == manifest["params"]["backlog"]
+        samplers = pd.read_parquet(path / "samplers.parquet")
+        assert set(samplers.columns) >= DEDICATED_COLUMNS, DEDICATED_COLUMNS - set(samplers.columns)
+        assert outcome["background"]["qdrant_segment_counts"], outcome["background"]
+    churn = manifests[("dedicated", "churn")][1]["params"]["outcome"]
+    assert churn["churn"]["offered_per_s"] > 0 and churn["churn"]["jobs_per_s"] > 0
+    assert churn["churn"]["sustained"] in (True, False) and churn["churn"]["client_cpu_pct"] is not None
+    assert churn["tenants"]["churn"]["count"] > 0
+def test_interference_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
+    import papermill
+
+    (isolated_state / "bin").symlink_to(PROJECT_ROOT / ".pglimits" / "bin")  # the Qdrant and Redis binaries
+
+    runs, figures, tables = tmp_path / "runs", tmp_path / "figures", tmp_path / "tables"
+    papermill.execute_notebook(str(NOTEBOOKS_DIR / "50-interference.ipynb"), str(tmp_path / "out.ipynb"),
+                               parameters={"profile": "test", "measure": True, "runs_root": str(runs),
+                                           "figures_dir": str(figures), "tables_dir": str(tables)},
+                               cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+    by_window = manifests_by_window(runs)
+    assert set(by_window) == {("postgres", m) for m in ("baseline", "churn", "control", "held_xmin", "autovacuum_off")} \
+        | {("dedicated", "baseline"), ("dedicated", "churn")}
+    check_dedicated(by_window)
+    manifests = {mechanism: found for (side, mechanism), found in by_window.items() if side == "postgres"}
+    for mechanism, (path, manifest) in manifests.items():
+        assert manifest["status"] == "complete", manifest["error"]
+        outcome = manifest["params"]["outcome"]
+        assert manifest["params"]["side"] == "postgres" and outcome["start_state"]["start_depth"] == \
+            manifest["params"]["backlog"]
+        for tenant in ("fts", "vector"):
+            per_second = [v for v in outcome["series"][f"{tenant}_p99_ms"] if v is not None]
+            assert per_second and outcome["tenants"][tenant]["p99_ms"] > 0, (mechanism, tenant)
+        assert outcome["vacuum"]["cycles"] >= 0 and outcome["vacuum"]["windows_source"]
+        samplers = pd.read_parquet(path / "samplers.parquet")
+        assert set(samplers.columns) >= VACUUM_COLUMNS, VACUUM_COLUMNS - set(samplers.columns)
+        if mechanism != "baseline":
+            assert outcome["churn"]["offered_per_s"] > 0 and outcome["churn"]["jobs_per_s"] > 0
+            assert outcome["churn"]["sustained"] in (True, False)
+            assert outcome["churn"]["failed"] == 0 and outcome["tenants"]["churn"]["count"] > 0
+    held = manifests["held_xmin"][1]["params"]["outcome"]
+    assert held["events"]["holder_gone"] is True and [s["stretch"] for s in held["stretches"]] == \
+        ["before", "during", "after"]
+    assert manifests["autovacuum_off"][1]["params"]["outcome"]["events"]["autovacuum_restored"] is True
+    validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
+                              capture_output=True, text=True)
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+    inflation = (tables / "interference-inflation.md").read_text()
+    assert "baseline" in inflation and "churn" in inflation and "autovacuum cycles" in inflation
+    sides = (tables / "interference-sides.md").read_text()
+    assert "postgres_ratio" in sides and "dedicated_ratio" in sides and "reading" in sides
+    assert "not measured at this level" not in sides  # both sides measured the churn level
+    assert {"interference-timeline.png"} <= {p.name for p in figures.iterdir()}

@@ -1,0 +1,63 @@
+"""The queue's full profile keeps the point counts its time budget was designed for (the
+estimates in configs/profiles/full.yaml's queue comments): a change that adds points must
+change this test, and with it the stated budget. Also the prefill sizing behind its per-point cost."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pglimits_core.profiles import load_profile
+from pglimits_core.workloads.queue.plan import plan
+from pglimits_core.workloads.queue.prefill_size import FLOOR, SAFETY, PrefillSizer
+
+#: points per experiment of the full plan (3 repetitions where the experiment repeats)
+DESIGNED = {"throughput": 219, "latency": 123, "steady": 54, "ceiling": 27, "recovery": 30,
+            "consumer_crash": 15, "backup": 6, "cliff": 5, "harness_bench": 4}
+
+
+def full_points():
+    profile = load_profile("full")
+    return plan(profile.section("queue"), profile)
+
+
+def test_the_full_plan_has_the_designed_points_per_experiment():
+    assert dict(Counter(p.experiment for p in full_points())) == DESIGNED
+
+
+def test_the_full_burn_down_measures_64_consumers_only_for_one_message_claims():
+    """1, 4, 16 consumers for all 20 variants; 64 for the 13 single-message ones; 3 rounds."""
+    burn_down = [p for p in full_points() if p.experiment == "throughput"]
+    counts = Counter(p.params["consumers"] for p in burn_down)
+    assert counts == {1: 60, 4: 60, 16: 60, 64: 39}
+    assert all("batch=1 " in p.label + " " for p in burn_down if p.params["consumers"] == 64)
+
+
+def test_the_full_latency_offers_10k_only_to_the_designs_listed_for_it():
+    latency = [p for p in full_points() if p.experiment == "latency"]
+    at_10k = {p.label for p in latency if p.params["rate"] == 10_000}
+    assert at_10k == {"pg_delete batch=10", "pg_delete batch=50", "pgmq batch=50",
+                      "redis_reliable batch=10 pipeline=10", "sqlite_wal batch=50"}
+    assert Counter(p.params["rate"] for p in latency) == {1000: 54, 5000: 54, 10_000: 15}
+
+
+def test_a_variant_s_consumer_counts_run_in_ascending_order_so_the_sizing_learns_upward():
+    burn_down = [p for p in full_points() if p.experiment == "throughput"]
+    first_round = burn_down[:73]
+    for label in {p.label for p in first_round}:
+        counts = [p.params["consumers"] for p in first_round if p.label == label]
+        assert counts == sorted(counts)
+
+
+def test_the_prefill_is_the_cap_until_a_rate_is_known_then_sized_from_the_best_one():
+    sizer = PrefillSizer()
+    assert sizer.size("throughput", "v", cap=200_000, seconds=5) == 200_000
+    sizer.learn("throughput", "v", 1_000.0)
+    assert sizer.size("throughput", "v", cap=200_000, seconds=5) == max(FLOOR, int(SAFETY * 1_000 * 5))
+    sizer.learn("throughput", "v", 500.0)  # a slower point does not shrink the next backlog
+    sizer.learn("throughput", "v", None)
+    assert sizer.size("throughput", "v", cap=200_000, seconds=5) == 20_000
+    sizer.learn("throughput", "v", 30_000.0)
+    assert sizer.size("throughput", "v", cap=200_000, seconds=5) == 200_000  # never above the cap
+    assert sizer.size("ceiling", "v", cap=300_000, seconds=6) == 300_000  # per experiment
+    sizer.learn("throughput", "slow", 10.0)
+    assert sizer.size("throughput", "slow", cap=200_000, seconds=5) == FLOOR
