@@ -21,6 +21,7 @@ purpose (``pids(role)`` gives them) is reported "died" when its role ``may_die``
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
 import time
 from collections.abc import Iterable
@@ -57,6 +58,7 @@ class BackgroundLoad:
         self.stop_timeout_s = stop_timeout_s
         self.result: RunResult | None = None
         self._processes: dict = {}
+        self._started: float | None = None
 
     def __enter__(self) -> BackgroundLoad:
         return self.start()
@@ -78,6 +80,7 @@ class BackgroundLoad:
             raise RuntimeError(f"the background load did not start: {self.stop().error}")
         remaining_ns = self._control.start_ns.value - time.monotonic_ns()
         time.sleep(max(0, remaining_ns) / 1e9)
+        self._started = time.monotonic()
         return self
 
     def _launch(self, context) -> None:
@@ -118,9 +121,16 @@ class BackgroundLoad:
                 _publish_workers(pids, active=False)
         self.result = merge_worker_results(
             list(self._collector.results.values()) if self._processes else [],
-            self.spec.phase_infos(), [r.info() for r in self.spec.roles],
+            self._ran_phases(), [r.info() for r in self.spec.roles],
             _statuses(self._collector) if self._processes else [], self.spec.describe())
         return self.result
+
+    def _ran_phases(self) -> list:
+        """The one phase as long as it really ran (start to stop), not its ``max_s`` bound:
+        the summary's rates divide by it."""
+        ran = [dataclasses.replace(info, duration_s=round(min(info.duration_s, time.monotonic() - self._started), 3))
+               for info in self.spec.phase_infos()] if self._started is not None else self.spec.phase_infos()
+        return ran
 
     def _collect(self, deadline: float) -> None:
         """Every report until each worker exited (or the deadline), then what is still in the

@@ -122,3 +122,11 @@ def test_sqlite_hot_backup_and_restore_are_the_servers_verbs(tmp_path: Path):
     with make_adapter(v.system, restored.start().url, **v.options) as copy:
         assert copy.depth() == len(ids)
         assert copy.release_held_claims() == 0  # nothing was claimed
+
+
+def test_the_summary_divides_by_how_long_the_load_ran_not_by_its_bound():
+    with BackgroundLoad([Role("client", Tick(), workers=1, loop=ClosedLoop(idle_sleep_s=0.001))],
+                        max_s=600.0) as load:
+        time.sleep(1.0)
+    phases = load.result.phases
+    assert len(phases) == 1 and 0.9 <= phases[0].duration_s < 5.0, phases
