@@ -59,6 +59,8 @@ install_vegeta() {
   if [ -x "$TOOLS_BIN/vegeta" ] && grep -aq "mod.github.com/tsenart/vegeta/v12.${VEGETA_VERSION}" "$TOOLS_BIN/vegeta"; then
     return
   fi
+  # the Go toolchain's usual home when it is not on PATH (a non-login shell)
+  [ -x /usr/local/go/bin/go ] && ! command -v go >/dev/null && export PATH="$PATH:/usr/local/go/bin"
   if ! command -v go >/dev/null; then
     log "go not found: vegeta not installed, the search study's HTTP ceilings will be reported unavailable"
     return
