@@ -28,8 +28,10 @@ from pathlib import Path
 from typing import Any
 
 #: the message autovacuum logs at its end; kinds: vacuum, aggressive vacuum, ... to prevent wraparound
-HEAD_RE = re.compile(r'automatic (?P<kind>(?:aggressive )?vacuum(?: to prevent wraparound)?) '
+HEAD_RE = re.compile(r'automatic (?P<kind>(?:aggressive )?vacuum(?: to prevent wraparound)?|analyze) '
                      r'of table "(?P<name>[^"]+)"')
+#: the auto-ANALYZE that follows a vacuum (its own log line, its own elapsed time)
+ANALYZE = "analyze"
 #: the default log_line_prefix '%m [%p] ' starts each line with this timestamp
 STAMP_RE = re.compile(r"(?P<stamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)"
                       r"(?: (?P<zone>[A-Za-z]+|[+-]\d{2}(?::?\d{2})?))?")
@@ -130,9 +132,11 @@ def parse_entry(entry: str) -> LoggedVacuum | None:
                         qualified_name=head["name"], kind=head["kind"])
 
 
-def parse_autovacuum_log(text: str) -> list[LoggedVacuum]:
-    """Every autovacuum run logged in ``text`` (analyze lines and other messages are skipped)."""
-    return [vacuum for entry in log_entries(text) if (vacuum := parse_entry(entry)) is not None]
+def parse_autovacuum_log(text: str, analyze: bool = False) -> list[LoggedVacuum]:
+    """Every autovacuum run logged in ``text``; with ``analyze`` only the auto-ANALYZE runs
+    (kind "analyze") instead. Other messages are skipped."""
+    return [vacuum for entry in log_entries(text)
+            if (vacuum := parse_entry(entry)) is not None and (vacuum.kind == ANALYZE) == analyze]
 
 
 def epoch_origin(frame: Any) -> float:

@@ -54,6 +54,13 @@ def test_parser_reads_every_autovacuum_run_and_skips_analyze_and_other_lines():
     assert logged[2].kind == "vacuum to prevent wraparound"
 
 
+def test_the_auto_analyze_runs_are_read_apart_with_their_own_elapsed_time():
+    analyzed = parse_autovacuum_log(LOG.replace("elapsed: 0.00 s\n2026-12-01 21:43:13.568",
+                                                "elapsed: 0.31 s\n2026-12-01 21:43:13.568", 1), analyze=True)
+    assert [(v.table, v.kind, v.elapsed_s) for v in analyzed] == [("jobs", "analyze", 0.31)]
+    assert analyzed[0].end_time == datetime(2026, 12, 1, 21, 43, 13, 554000, tzinfo=UTC)
+
+
 def test_parser_tolerates_garbage_and_an_empty_log():
     assert parse_autovacuum_log("") == []
     assert parse_autovacuum_log("no timestamp LOG:  automatic vacuum of table \"a.b.c\": x\n") == []

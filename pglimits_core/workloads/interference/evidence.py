@@ -94,6 +94,16 @@ def queue_windows(measured: Any) -> tuple[list[Any], str]:
     return [w for w in windows if w.end_s > 0 and w.start_s < measured.window_s], source
 
 
+def analyze_windows(measured: Any) -> list[Any]:
+    """The auto-ANALYZE runs on the queue table inside the window (from the server log only):
+    they follow a vacuum and can take longer than it, so they are kept beside its windows."""
+    if not (measured.log_readable and measured.log_text):
+        return []
+    logged = parse_autovacuum_log(measured.log_text, analyze=True)
+    windows = windows_from_log(logged, origin_epoch_s=measured.origin_epoch_s, tables=[QUEUE_TABLE])
+    return [w for w in windows if w.end_s > 0 and w.start_s < measured.window_s]
+
+
 def _mean(values: list[float]) -> float | None:
     return round(float(np.mean(values)), 3) if values else None
 

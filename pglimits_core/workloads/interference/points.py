@@ -190,7 +190,9 @@ def window_outcome(measured: Any, load: Churn | None, knobs: Knobs, seed: int) -
             "churn": churn_rates(load.rate if load else 0, len(claims) / measured.window_s,
                                  failed=measured.churn_failed, error=measured.churn_error),
             "vacuum": {"windows_source": source, "cycles": len(windows), "long_enough": len(windows) >= knobs.min_cycles,
-                       "windows": [[round(w.start_s, 2), round(w.end_s, 2)] for w in windows]},
+                       "windows": [[round(w.start_s, 2), round(w.end_s, 2)] for w in windows],
+                       "analyze_windows": [[round(w.start_s, 2), round(w.end_s, 2)]
+                                           for w in evidence.analyze_windows(measured)]},
             "alignment": {role: evidence.alignment(s, windows, knobs.trials, seed) for role, s in series.items()},
             "series": evidence.compact(series, dead, measured.window_s),
             **stretches(measured, series, dead)}
