@@ -19,7 +19,8 @@ MATRIX_LINK = "data/results/decision-matrix.md"
 SCOREBOARD_LINK = "figures/decision-scoreboard.png"
 # matrix column -> the brief table's heading
 BRIEF = {"scale": "where", "target": "target", "verdict": "verdict", "postgres_figure": "Postgres",
-         "dedicated_figure": "dedicated", "margin": "margin", "class": "decided by"}
+         "dedicated_figure": "dedicated", "server_cpu": "server µs/op (Postgres / dedicated)", "margin": "margin",
+         "class": "decided by"}
 
 
 def brief_table(cells: pd.DataFrame) -> pd.DataFrame:
@@ -27,6 +28,10 @@ def brief_table(cells: pd.DataFrame) -> pd.DataFrame:
     shown = cells.copy()
     shown["postgres_figure"] = _named(shown["postgres"], shown["postgres_figure"])
     shown["dedicated_figure"] = _named(shown["dedicated"], shown["dedicated_figure"])
+    # the figure a "decided by server CPU per operation" cell turns on, shown where it is read
+    shown["server_cpu"] = [f"{pg} / {dedicated}" if "—" not in (pg, dedicated) else "—" for pg, dedicated in
+                           zip(shown["postgres_server_cpu_us_per_op"], shown["dedicated_server_cpu_us_per_op"],
+                               strict=True)]
     return shown[list(BRIEF)].rename(columns=BRIEF)
 
 
