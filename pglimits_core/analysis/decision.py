@@ -111,10 +111,17 @@ def ahead_in_every_run(cell: Cell, verdict: Verdict) -> str | None:
     return None
 
 
-def target_outcome(postgres_meets: bool, dedicated_meets: bool) -> str:
+def target_outcome(postgres_meets: bool, dedicated_meets: bool, postgres: Side | None = None,
+                   dedicated: Side | None = None) -> str:
     """A latency-target cell where both sides were sustained: meeting the p99 target holds even
     when the client was the limit (latency runs from the intended send time, so a slow client can
-    only add latency), so the target decides, not the rate."""
+    only add latency), so the target decides, not the rate. A miss is the server's only when the
+    client was not the limit: a side that missed while client-bound (or on a box its client
+    saturated) leaves the cell undecided."""
+    for side, meets in ((postgres, postgres_meets), (dedicated, dedicated_meets)):
+        if side is not None and not meets and (side.client_bound or side.box_saturated):
+            return (f"{NOT_DECIDED}: {side.system} missed the target with its client as the limit "
+                    "(a slow client adds latency; the miss may not be the server's)")
     if postgres_meets:
         return POSTGRES_MEETS if dedicated_meets else POSTGRES_AHEAD
     return DEDICATED_WINS if dedicated_meets else NEITHER_MEETS
@@ -125,6 +132,8 @@ def margin(cell: Cell) -> str:
     verdict = cell.verdict
     if verdict is None or verdict.ratio is None:
         return "—"
+    if cell.outcome:  # decided on meeting the target: the figures say k of n runs, no ratio decided it
+        return "the target decides (runs within it: see the figures)"
     basis = "server CPU per op" if verdict.klass.endswith("per operation") else "figure"
     ahead, ratio = ("Postgres", verdict.ratio) if verdict.ratio >= 1 else ("dedicated", 1 / verdict.ratio)
     return f"{ahead} ×{ratio:.2f} ({basis})"
@@ -168,12 +177,19 @@ def row(cell: Cell) -> dict[str, str]:
     verdict = cell.verdict
     figures = cell.figures or (_figure(cell.postgres, cell.unit), _figure(cell.dedicated, cell.unit))
     return {"workload": cell.workload, "machine": cell.machine, "scale": cell.scale, "target": cell.target,
-            "verdict": words(cell), "class": verdict.klass if verdict else "—",
+            "verdict": words(cell), "class": _klass(cell, verdict),
             "postgres": cell.postgres.system if cell.postgres else "—", "postgres_figure": figures[0],
             "dedicated": cell.dedicated.system if cell.dedicated else "—", "dedicated_figure": figures[1],
             "margin": margin(cell), "spread": _spread(verdict) or cell.spread or "—",
             "postgres_server_cpu_us_per_op": _cpu(cell.postgres),
             "dedicated_server_cpu_us_per_op": _cpu(cell.dedicated), "table": cell.path or cell.table}
+
+
+def _klass(cell: Cell, verdict: Verdict | None) -> str:
+    """What decided the cell: the rule's class, or the latency target (k of n runs within it)."""
+    if cell.outcome:
+        return "—" if cell.outcome.startswith(NOT_DECIDED) else "meeting the target (k of n runs)"
+    return verdict.klass if verdict else "—"
 
 
 def matrix_table(cells: list[Cell]) -> pd.DataFrame:

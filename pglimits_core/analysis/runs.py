@@ -34,6 +34,38 @@ def busy_neighbour(value) -> bool:
     return value is not None and not pd.isna(value) and float(value) > OTHER_CPU_FLAG_PCT
 
 
+def trusted(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs whose CPU split can be believed: no busy neighbour by the table's measure (CPU
+    neither client nor server) nor by the run's own verdict ("cannot tell: ..." in its reason)."""
+    keep = pd.Series(True, index=runs.index)
+    if "other_cpu_pct" in runs:
+        keep &= ~runs.other_cpu_pct.map(busy_neighbour)
+    if "client_bound_reason" in runs:
+        keep &= ~runs.client_bound_reason.fillna("").astype(str).str.startswith("cannot tell")
+    return runs[keep]
+
+
+#: client + server CPU at or above this share of the box's cores: the two saturated the machine
+#: together, so the harness's client took cores its server could have used (analysis.verdict)
+SATURATED_SHARE = 0.85
+
+
+def box_saturated(runs: pd.DataFrame) -> bool | None:
+    """Whether the runs' median client + server CPU reached ``SATURATED_SHARE`` of the box
+    (None: the CPU split or the core count was not recorded)."""
+    if not {"client_cpu_pct", "server_cpu_pct", "cores"} <= set(runs.columns):
+        return None
+    both, cores = (runs.client_cpu_pct + runs.server_cpu_pct).dropna(), runs.cores.dropna()
+    if both.empty or cores.empty:
+        return None
+    return bool(both.median() >= SATURATED_SHARE * 100 * float(cores.median()))
+
+
+def flag(value: Any) -> bool:
+    """A table cell's yes/no (NaN and None: no)."""
+    return value is not None and not pd.isna(value) and bool(value)
+
+
 def measured(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of runs that completed: a failed run (a worker lost, impossible CPU figures) is
     listed under "what could not be run", never averaged into a table."""

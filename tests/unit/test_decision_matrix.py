@@ -218,12 +218,13 @@ def test_queue_latency_target_cells_are_decided_on_meeting_the_target_even_clien
     from pglimits_core.analysis.decision import NEITHER_MEETS
     from pglimits_core.workloads.queue.decision import latency_cells
 
-    def runs(variant, p99s):
+    def runs(variant, p99s, bound=True):
         return [{"variant": variant, "durability_class": "per_commit", "offered_per_s": 1000, "sustained": True,
-                 "e2e_p99_ms": p99, "client_bound": True} for p99 in p99s]
+                 "e2e_p99_ms": p99, "client_bound": bound} for p99 in p99s]
 
-    def outcome(pg_p99s, redis_p99s):
-        (decided,) = latency_cells(pd.DataFrame(runs("pg_skiplocked batch=10", pg_p99s) + runs("redis_reliable", redis_p99s)))
+    def outcome(pg_p99s, redis_p99s, pg_bound=False, redis_bound=False):
+        (decided,) = latency_cells(pd.DataFrame(runs("pg_skiplocked batch=10", pg_p99s, pg_bound)
+                                                + runs("redis_reliable", redis_p99s, redis_bound)))
         return words(decided)
 
     # delete-mode claims are at-most-once, the reliable queue at-least-once: never set side by side
@@ -234,10 +235,15 @@ def test_queue_latency_target_cells_are_decided_on_meeting_the_target_even_clien
                                             + runs("redis_reliable batch=10 pipeline=10", [7, 9, 12])))
     assert words(batched) == "not decided here: not like for like (delivery / batch)"
 
-    assert outcome([23, 25, 33], [7, 9, 12]) == POSTGRES_MEETS
+    # meeting the target holds even client-bound: a slow client only adds latency
+    assert outcome([23, 25, 33], [7, 9, 12], pg_bound=True, redis_bound=True) == POSTGRES_MEETS
     assert outcome([60, 70, 80], [7, 9, 12]) == DEDICATED_WINS
     assert outcome([23, 25, 33], [60, 70, 80]) == POSTGRES_AHEAD
     assert outcome([60, 70, 80], [60, 70, 80]) == NEITHER_MEETS
+    # a miss is the server's only when the client was not the limit
+    missed = outcome([60, 70, 80], [7, 9, 12], pg_bound=True)
+    assert missed.startswith("not decided here: pg_skiplocked batch=10 missed the target with its client as the limit")
+    assert outcome([23, 25, 33], [60, 70, 80], redis_bound=True).startswith("not decided here: redis_reliable missed")
 
 
 def test_the_scoreboard_colours_each_verdict_family_and_draws_a_tile_per_cell(tmp_path):

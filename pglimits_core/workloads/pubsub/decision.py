@@ -9,6 +9,7 @@ import re
 import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, ratio_range, usable
+from pglimits_core.analysis.runs import flag
 from pglimits_core.analysis.verdict import Side
 from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
 
@@ -50,7 +51,7 @@ def side(row: pd.Series | None) -> Side | None:
     bound, cpu = row["client_bound"], row["server_cpu_ms_per_1k"]  # ms per 1,000 = µs per delivery
     return Side(str(row["variant"]), float(row["deliveries_per_s"]), client_bound=None if pd.isna(bound) else bool(bound),
                 server_cpu_us_per_op=None if pd.isna(cpu) else float(cpu), value_range=_range(row),
-                cpu_range=_cpu_range(row))
+                cpu_range=_cpu_range(row), box_saturated=flag(row.get("box_saturated")))
 
 
 def _cpu_range(row: pd.Series) -> tuple[float, float] | None:

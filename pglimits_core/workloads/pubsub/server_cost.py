@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pglimits_core.analysis.runs import trusted
 from pglimits_core.workloads.pubsub.systems.registry import system_class
 
 
@@ -17,8 +18,9 @@ def per_delivery_us(group: pd.DataFrame, column: str) -> pd.Series:
 
 
 def cpu_range_us(group: pd.DataFrame) -> dict[str, float | None]:
-    """The runs' lowest and highest server CPU µs per delivery (the verdict's worst case)."""
-    per = per_delivery_us(group, "server_cpu_pct").dropna()
+    """The lowest and highest server CPU µs per delivery of the runs whose CPU split can be
+    believed (the verdict's worst case)."""
+    per = per_delivery_us(trusted(group), "server_cpu_pct").dropna()
     return {"server_cpu_us_low": float(per.min()) if len(per) else None,
             "server_cpu_us_high": float(per.max()) if len(per) else None}
 

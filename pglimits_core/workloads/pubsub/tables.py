@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
+from pglimits_core.analysis.runs import box_saturated, busy_neighbour, entry_rows, measured, trusted
 from pglimits_core.load.ratesearch import Slo, sustainable_rate
 from pglimits_core.workloads.pubsub.ceiling_tables import ceiling_table
 from pglimits_core.workloads.pubsub.failures import COMMIT_MODES
@@ -134,7 +134,7 @@ def fanout_row(group: pd.DataFrame, failed_runs: int) -> dict[str, Any]:
             "server_rss_largest_mib": pd.to_numeric(group.get("server_rss_largest_mib"), errors="coerce").max(),
             "busy_neighbour_runs": int(group.other_cpu_pct.map(busy_neighbour).sum())
             if "other_cpu_pct" in group else 0,
-            "client_bound": _any(group.client_bound)}
+            "client_bound": _any(group.client_bound), "box_saturated": box_saturated(group)}
 
 
 #: subscribers still receiving this share of the expected deliveries after the publishers
@@ -215,7 +215,7 @@ def _all_sustained(group: pd.DataFrame) -> bool | None:
 def _per_1k(group: pd.DataFrame, column: str) -> float | None:
     """CPU ms per 1,000 deliveries (= µs per delivery): the run's median CPU (% of one core) over
     its deliveries/s (median over runs)."""
-    per = per_delivery_us(group, column)
+    per = per_delivery_us(trusted(group), column)  # a busy neighbour's seconds are no CPU figure
     return per.median() if per.notna().any() else None
 
 
@@ -271,7 +271,7 @@ def commit_table(frame: pd.DataFrame) -> pd.DataFrame:
                      "writer_p50_ms": group.service_time_p50_ms.median(),
                      "writer_p99_ms": group.service_time_p99_ms.median(),
                      "notifications": int(group.published.sum()), "lost": int(group.lost.sum()),
-                     "client_bound": _any(group.client_bound)})
+                     "client_bound": _any(group.client_bound), "box_saturated": box_saturated(group)})
     table = pd.DataFrame(rows)
     table["tps_vs_alone"] = _relative_to(table, "alone")
     # the matched control: the same transaction shape and round trips, without the NOTIFY

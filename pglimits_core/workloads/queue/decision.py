@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, target_outcome, usable
+from pglimits_core.analysis.runs import box_saturated, flag
 from pglimits_core.analysis.verdict import Side
+from pglimits_core.workloads.queue.head_to_head import number, pair
 from pglimits_core.workloads.queue.systems.registry import REGISTRY, SERVER_FOR
 
 P99_TARGET_MS = 50.0
@@ -58,12 +61,27 @@ def _latency_design(variant: str, runs: pd.DataFrame) -> dict:
     p99 = runs["e2e_p99_ms"].median()
     return {"variant": variant, "met": int(met.sum()), "n": len(runs), "p99": p99,
             "low": runs["e2e_p99_ms"].min(), "high": runs["e2e_p99_ms"].max(),
-            "side": Side(variant, 1000 / p99 if p99 else None, client_bound=client_bound(runs["client_bound"]))}
+            "side": Side(variant, 1000 / p99 if p99 else None, client_bound=client_bound(runs["client_bound"]),
+                         box_saturated=flag(box_saturated(runs)))}
+
+
+def _latency_rank(design: dict) -> tuple:
+    """Most runs within the target first, then the lowest median p99."""
+    return -design["met"], design["p99"]
 
 
 def _best_latency(designs: list[dict]) -> dict | None:
-    """Most runs within the target, then the lowest median p99."""
-    return min(designs, key=lambda d: (-d["met"], d["p99"]), default=None)
+    return min(designs, key=_latency_rank, default=None)
+
+
+def _best_pair(dedicated: list, on_pg: list, variant_of) -> tuple[Any, list]:
+    """The best dedicated design (``dedicated`` is best first) that has a like-for-like Postgres
+    design, with those designs; when none has one, the best dedicated design and []."""
+    for design in dedicated:
+        alike = [pg for pg in on_pg if same_terms(variant_of(pg), variant_of(design))]
+        if alike:
+            return design, alike
+    return (dedicated[0] if dedicated else None), []
 
 
 def latency_cells(latency: pd.DataFrame | None) -> list[Cell]:
@@ -72,9 +90,9 @@ def latency_cells(latency: pd.DataFrame | None) -> list[Cell]:
     cells = []
     for (rate, durability), rows in latency.groupby(["offered_per_s", "durability_class"], sort=True):
         designs = [_latency_design(v, runs) for v, runs in rows.groupby("variant", sort=False)]
-        ded = _best_latency([d for d in designs if server_of(d["variant"]) == DEDICATED])
         on_pg = [d for d in designs if server_of(d["variant"]) == "postgres"]
-        alike = [d for d in on_pg if ded is None or same_terms(d["variant"], ded["variant"])]
+        dedicated = sorted((d for d in designs if server_of(d["variant"]) == DEDICATED), key=_latency_rank)
+        ded, alike = _best_pair(dedicated, on_pg, lambda design: design["variant"])
         if not on_pg and ded is None:
             continue
         cell = _latency_cell(f"open loop {rate:,.0f} msg/s, durability {durability}",
@@ -95,7 +113,7 @@ def _latency_cell(scale: str, pg: dict | None, ded: dict | None) -> Cell:
         f"p99 {pg['low']:,.1f}–{pg['high']:,.1f} ms vs {ded['low']:,.1f}–{ded['high']:,.1f} ms over the runs"
     missing = "no Postgres design in this durability class" if pg is None else "no Redis design in this durability class"
     meets = [d is not None and 2 * d["met"] > d["n"] for d in (pg, ded)]
-    outcome = "" if pg is None or ded is None else target_outcome(*meets)
+    outcome = "" if pg is None or ded is None else target_outcome(*meets, pg["side"], ded["side"])
     return Cell("queue", scale, TARGET, pg and pg["side"], ded and ded["side"], "latency",
                 figures=(shown(pg), shown(ded)), spread=spread, postgres_meets=meets[0], missing=missing,
                 outcome=outcome)
@@ -125,9 +143,11 @@ def peak_cells(throughput: pd.DataFrame | None) -> list[Cell]:
         return []
     cells = []
     for durability, rows in throughput.groupby("durability_class", sort=False):
-        ded = _highest(rows[rows["variant"].map(server_of) == DEDICATED], "jobs_per_s")
         on_pg = rows[rows["variant"].map(server_of) == "postgres"]
-        alike = _like_for_like(on_pg, ded)
+        dedicated = rows[rows["variant"].map(server_of) == DEDICATED].sort_values("jobs_per_s", ascending=False)
+        ded, pairs = _best_pair([row for _, row in dedicated.iterrows()], [row for _, row in on_pg.iterrows()],
+                                lambda row: row["variant"])
+        alike = pd.DataFrame(pairs) if pairs else None
         pg = _highest(on_pg if alike is None else alike, "jobs_per_s")
         if pg is None and ded is None:
             continue
@@ -139,15 +159,6 @@ def peak_cells(throughput: pd.DataFrame | None) -> list[Cell]:
                           unjudged="not like for like (delivery / batch)" if alike is None and pg is not None
                           and ded is not None else ""))
     return cells
-
-
-def _like_for_like(on_pg: pd.DataFrame, ded: pd.Series | None) -> pd.DataFrame | None:
-    """The Postgres designs with the dedicated design's delivery guarantee and (where both have
-    one) its batch size; None when there are none."""
-    if ded is None or on_pg.empty:
-        return None
-    same = on_pg["variant"].map(lambda variant: same_terms(variant, ded["variant"]))
-    return on_pg[same] if same.any() else None
 
 
 def same_terms(postgres: str, dedicated: str) -> bool:
@@ -169,7 +180,10 @@ def _side(row: pd.Series | None, column: str) -> Side | None:
     bound = row["client_bound"]
     spread = (float(row["min_jobs_per_s"]), float(row["max_jobs_per_s"])) if "min_jobs_per_s" in row else None
     return Side(str(row["variant"]), float(row[column]), client_bound=None if pd.isna(bound) else bool(bound),
-                value_range=spread)
+                value_range=spread, server_cpu_us_per_op=number(row.get("server_cpu_us_per_job")),
+                cpu_range=pair(row.get("min_server_cpu_us_per_job"), row.get("max_server_cpu_us_per_job")),
+                box_saturated=flag(row.get("box_saturated")))
+
 
 
 def _peak_text(row: pd.Series | None) -> str:

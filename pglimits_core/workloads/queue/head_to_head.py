@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pglimits_core.analysis.flags import flag_set
+from pglimits_core.analysis.runs import flag
 from pglimits_core.analysis.verdict import Side, decide
 from pglimits_core.workloads.queue.systems.registry import SERVER_FOR
 
@@ -85,7 +86,7 @@ def _range(values: pd.Series) -> tuple[float, float] | None:
     return (float(known.min()), float(known.max())) if len(known) else None
 
 
-def _number(value) -> float | None:
+def number(value) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
 
@@ -96,10 +97,11 @@ def throughput_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     sides = pd.DataFrame({
         "variant": table.variant, "durability_class": table.durability_class, "point": table.consumers,
         "better": table.jobs_per_s.fillna(0),
-        "side": [Side(r.variant, _number(r.jobs_per_s), client_bound=_bound(r.client_bound),
-                      server_cpu_us_per_op=_number(r.server_cpu_us_per_job),
+        "side": [Side(r.variant, number(r.jobs_per_s), client_bound=_bound(r.client_bound),
+                      server_cpu_us_per_op=number(r.server_cpu_us_per_job),
                       value_range=(r.min_jobs_per_s, r.max_jobs_per_s) if pd.notna(r.min_jobs_per_s) else None,
-                      cpu_range=_pair(r.min_server_cpu_us_per_job, r.max_server_cpu_us_per_job))
+                      cpu_range=pair(r.min_server_cpu_us_per_job, r.max_server_cpu_us_per_job),
+                      box_saturated=flag(getattr(r, "box_saturated", None)))
                  for r in table.itertuples()]})
     return pd.concat([table, verdict_columns(sides)], axis=1)
 
@@ -145,5 +147,5 @@ def _any_bound(values: pd.Series) -> bool | None:
     return True if any(known) else (False if known and len(known) == len(values) else None)
 
 
-def _pair(low, high) -> tuple[float, float] | None:
+def pair(low, high) -> tuple[float, float] | None:
     return None if low is None or pd.isna(low) or pd.isna(high) else (float(low), float(high))

@@ -9,7 +9,7 @@ from pglimits_core.analysis.flags import (  # noqa: F401 (re-exported for the qu
     any_verdict,
     flag_set,
 )
-from pglimits_core.analysis.runs import busy_neighbour, by_role, entry_rows, measured
+from pglimits_core.analysis.runs import box_saturated, busy_neighbour, by_role, entry_rows, measured
 from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 from pglimits_core.workloads.queue import health as queue_health
@@ -148,7 +148,7 @@ def _sweep_point(runs: pd.DataFrame) -> dict:
             "lower_bound_why": "" if not lower else (f"{len(floors)} of {len(runs)} runs: "
                                                     if censored else "") + floors.lower_bound_why.iloc[0],
             "backlog_ran_out": bool(runs.backlog_ran_out.any()), "depth_not_held": bool(runs.depth_not_held.any()),
-            "client_bound": any_verdict(used.client_bound),
+            "client_bound": any_verdict(used.client_bound), "box_saturated": box_saturated(used),
             # the server's own CPU per job (µs; every server process the sampler saw), median (min–max)
             "server_cpu_us_per_job": cpu.median() if len(cpu) else None,
             "min_server_cpu_us_per_job": cpu.min() if len(cpu) else None,

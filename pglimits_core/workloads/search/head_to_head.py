@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from pglimits_core.analysis.runs import box_saturated, flag
 from pglimits_core.analysis.verdict import AT_SERVER, BY_SERVER_CPU, Side, decide
 from pglimits_core.workloads.search.systems.registry import SERVER_FOR, system_class
 
@@ -33,10 +34,11 @@ def cpu_columns(runs: pd.DataFrame) -> dict[str, float | None]:
     """The runs' server µs per query: median, lowest and highest (None where not sampled)."""
     per_run = pd.Series([server_us_per_query(c, q) for c, q in zip(runs.server_cpu_pct, runs.items_per_s,
                                                                     strict=True)], dtype=float).dropna()
+    saturated = {"box_saturated": box_saturated(runs)}
     if per_run.empty:
-        return {"server_cpu_us_per_query": None, "server_cpu_us_min": None, "server_cpu_us_max": None}
+        return {"server_cpu_us_per_query": None, "server_cpu_us_min": None, "server_cpu_us_max": None, **saturated}
     return {"server_cpu_us_per_query": float(per_run.median()), "server_cpu_us_min": float(per_run.min()),
-            "server_cpu_us_max": float(per_run.max())}
+            "server_cpu_us_max": float(per_run.max()), **saturated}
 
 
 def family(system: str) -> str:
@@ -70,7 +72,8 @@ def side_of(row: pd.Series) -> Side:
     return Side(str(row["variant"]), float(row["qps"]), client_bound=None if pd.isna(bound) else bool(bound),
                 server_cpu_us_per_op=None if cpu is None or pd.isna(cpu) else float(cpu),
                 value_range=(float(row["min_qps"]), float(row["max_qps"])),
-                cpu_range=None if low is None or pd.isna(low) else (float(low), float(high)))
+                cpu_range=None if low is None or pd.isna(low) else (float(low), float(high)),
+                box_saturated=flag(row.get("box_saturated")))
 
 
 def verdict_columns(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

@@ -20,11 +20,11 @@ from typing import Any
 
 import pandas as pd
 
+from pglimits_core.analysis.runs import SATURATED_SHARE, flag
 from pglimits_core.analysis.verdict import Side, decide
 
 TARGETS = (0.90, 0.95, 0.99)
 #: client + server CPU (% of one core, median) at or above this share of the box: saturated
-SATURATED_SHARE = 0.85
 #: figures interpolated in recall between the bracketing points, as the QPS is
 INTERPOLATED = ("qps", "qps_min", "qps_max", "recall_worst5_mean", "server_cpu_ms_per_query", "server_cpu_ms_min",
                 "server_cpu_ms_max", "client_cpu_ms_per_query", "box_cpu_pct")
@@ -118,11 +118,7 @@ def side(row: pd.Series | None) -> Side | None:
     return Side(str(row["variant"]), float(row["qps"]), client_bound=None if bound is None or pd.isna(bound) else bool(bound),
                 server_cpu_us_per_op=server_us(row),
                 value_range=None if qps_min is None or pd.isna(qps_min) else (float(qps_min), float(qps_max)),
-                cpu_range=(low, high) if low and high else None, box_saturated=_flag(row.get("box_saturated")))
-
-
-def _flag(value: Any) -> bool:
-    return value is not None and not pd.isna(value) and bool(value)
+                cpu_range=(low, high) if low and high else None, box_saturated=flag(row.get("box_saturated")))
 
 
 def _reached(rows: pd.DataFrame) -> pd.Series | None:

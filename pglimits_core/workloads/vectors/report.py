@@ -7,12 +7,13 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from pglimits_core.analysis.runs import SATURATED_SHARE
 from pglimits_core.analysis.seed import verdict_short
 from pglimits_core.plotting.figures import colour_for, hatch_for, line_style_for, wrap_label
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.vectors.ceiling_tables import CAPTION as CEILING_CAPTION
 from pglimits_core.workloads.vectors.ceiling_tables import NOT_MEASURED as CEILING_NOT_MEASURED
-from pglimits_core.workloads.vectors.matched import SATURATED_SHARE, server_us
+from pglimits_core.workloads.vectors.matched import server_us
 from pglimits_core.workloads.vectors.tables import headline
 
 HOW_TO_READ = (

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
+from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured, trusted
 from pglimits_core.workloads.vectors.matched import matched_table
 
 MIB = 2**20
@@ -151,11 +151,6 @@ def sweep_table(frame: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(out, columns=SWEEP_COLUMNS)
     table = table.assign(ef=table.ef.astype("Int64"))  # the exact scan has none
     return table.sort_values(["variant", "clients", "ef"], na_position="first").reset_index(drop=True)
-
-
-def trusted(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs whose CPU split accounts for the machine's busy CPU (no busy neighbour)."""
-    return runs[~runs.other_cpu_pct.map(busy_neighbour)] if "other_cpu_pct" in runs else runs
 
 
 def _client_bound(runs: pd.DataFrame) -> bool | None:
