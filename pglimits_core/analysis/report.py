@@ -124,7 +124,7 @@ def planned_points(profile: str) -> set[tuple[str, str, str]]:
 
     loaded = load_profile(profile)
     return {(w.name, point.label, point.experiment) for w in workloads() if loaded.section(w.name) is not None
-            for point in w.plan(loaded.section(w.name), loaded)}
+            for point in w.plan(loaded.section(w.name), loaded) if point.recorded}
 
 
 def not_run_table(records: list[dict[str, Any]], runs_root: Path, profile: str) -> pd.DataFrame:

@@ -52,6 +52,8 @@ class Point:
     server: str
     params: dict[str, Any]
     call: Callable[[StudyRun], Any] = field(compare=False, repr=False)
+    #: False for a set-up point that leaves no run record (the report does not expect one)
+    recorded: bool = True
 
 
 def point(experiment: str, variant: Any, function: Callable[..., Any], **params: Any) -> Point:

@@ -11,6 +11,7 @@ loaded: this also makes the study start all three). The acts and the control are
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pglimits_core.datasets.corpus import CorpusSpec
@@ -89,8 +90,11 @@ def setup_points(section: Any, knobs: Knobs) -> list[Point]:
     """One per dedicated server, before any dedicated window: its data loaded (or its queue checked)."""
     if section.dedicated is None:
         return []
-    return [point("dedicated_setup", InterferenceVariant(f"dedicated {SYSTEMS[t]}", SYSTEMS[t], {"server": server}),
-                  ready_point, tenant=t, knobs=knobs, warmup_queries=section.dedicated.engine_warmup_queries)
+    # set-up, not a measurement: no run record (the windows record what they found)
+    return [replace(point("dedicated_setup", InterferenceVariant(f"dedicated {SYSTEMS[t]}", SYSTEMS[t],
+                                                                 {"server": server}),
+                          ready_point, tenant=t, knobs=knobs, warmup_queries=section.dedicated.engine_warmup_queries),
+                    recorded=False)
             for t, server in SERVERS.items()]
 
 
