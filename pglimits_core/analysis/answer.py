@@ -10,9 +10,15 @@ committed records give.
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+from pathlib import Path
+
 import pandas as pd
 
 from pglimits_core.analysis.decision import committed_cells, matrix_table
+from pglimits_core.config import StudyPaths
+from pglimits_core.record.export import committed_hosts
 
 START, END = "<!-- answer:start -->", "<!-- answer:end -->"
 MATRIX_LINK = "data/results/decision-matrix.md"
@@ -52,6 +58,36 @@ def answer_markdown(table: pd.DataFrame) -> str:
     return "\n".join(parts)
 
 
+def provenance_line(runs_dirs: dict[str, Path]) -> str:
+    """Which machine and commit every cell comes from, and the wall-clock span of its run, read
+    from the committed manifests (run ids start with their UTC start time). More than one machine
+    or commit is named as such: cells from different ones must not be compared."""
+    sources = [source for host, runs in runs_dirs.items() if (source := _source(host, runs))]
+    if not sources:
+        return ""
+    mixed = len(sources) > 1 or any(len(shas) > 1 for _, shas in sources)
+    return ("Every cell below comes from " + "; ".join(text for text, _ in sources) + "."
+            + (" Records from more than one machine or commit: compare cells only within one." if mixed else ""))
+
+
+def _source(host: str, runs: Path) -> tuple[str, list[str]] | None:
+    manifests = [json.loads(path.read_text()) for path in sorted(runs.glob("*/manifest.json"))]
+    if not manifests:
+        return None
+    shas = sorted({_commit(m.get("git", {})) for m in manifests})
+    starts = sorted(m["run_id"][:16] for m in manifests)
+    first, last = (datetime.strptime(stamp, "%Y%m%dT%H%M%SZ") for stamp in (starts[0], starts[-1]))
+    return (f"machine `{host}`, commit{'s' if len(shas) > 1 else ''} {', '.join(shas)}: {len(manifests):,} run "
+            f"records from {first:%Y-%m-%d %H:%M} to {last:%H:%M} UTC ({(last - first).total_seconds() / 60:.0f} "
+            "min from the first record's start to the last's)"), shas
+
+
+def _commit(git: dict) -> str:
+    return f"`{str(git.get('sha'))[:7]}`" + (" (uncommitted changes)" if git.get("dirty") else "")
+
+
 def answer_block(profile: str) -> str:
     """The block between the markers, from the committed records of ``profile``."""
-    return "\n".join([START, answer_markdown(matrix_table(committed_cells(profile))), END])
+    runs = {host: StudyPaths.committed(profile, host).runs for host in committed_hosts(profile)}
+    parts = [START, provenance_line(runs), "", answer_markdown(matrix_table(committed_cells(profile))), END]
+    return "\n".join(part for part in parts if part is not None)

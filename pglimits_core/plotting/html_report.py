@@ -13,20 +13,28 @@ from pathlib import Path
 import pandas as pd
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1440px; padding: 0 1rem;
+       box-sizing: border-box; color: #222; overflow-wrap: break-word; }
 h1 { border-bottom: 2px solid #1f4e79; } h2 { color: #1f4e79; margin-top: 2.5rem; }
 table { border-collapse: collapse; font-size: 0.8rem; margin: 0.6rem 0 1.2rem; }
 th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
 th { background: #eef3f8; } tr:nth-child(even) td { background: #fafafa; }
+td.long { overflow-wrap: anywhere; min-width: 5rem; }
+code, pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 .flag { color: #a00000; font-weight: 600; }
-figure { margin: 1rem 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 figcaption, .caption { font-size: 0.85rem; color: #555; }
 .wide { overflow-x: auto; max-width: 100%; }
 details { margin: 0.5rem 0; } .note { background: #fff8e1; padding: 0.5rem 0.8rem; }
 """
+# Fitting a laptop screen (analysis/report_width.py checks it at 1280 px): the page is never wider
+# than the window, a table wider than the page scrolls inside its own box (.wide), column names
+# wrap after "_", and a long cell (prose, a setting, a variant label) may break inside a word
+# (td.long) — a short one (a number) never does.
 
 MIME = {".png": "image/png", ".svg": "image/svg+xml"}
 FOLD_ROWS = 15  # a table longer than this folds under its caption
+LONG_CELL = 30  # characters: a cell this long is text that may wrap anywhere (td.long)
 
 
 @dataclass
@@ -51,9 +59,16 @@ def data_uri(path: Path) -> str:
 def table_html(caption: str, table: pd.DataFrame) -> str:
     if table is None or table.empty:
         return f"<p class='caption'>{html.escape(caption)}: no data.</p>"
-    body = table.to_html(index=False, na_rep="—", border=0, escape=True, float_format=_number)
+    body = breakable(table.to_html(index=False, na_rep="—", border=0, escape=True, float_format=_number))
     # wide tables scroll sideways inside their box instead of widening the whole page
     return f"<p class='caption'><b>{html.escape(caption)}</b></p>\n<div class='wide'>{body}</div>"
+
+
+def breakable(table: str) -> str:
+    """A pandas HTML table whose column names may wrap after "_" (``<wbr>``) and whose long cells
+    are marked ``long``; the cells' text is unchanged (a search for it still finds it)."""
+    table = re.sub(r"<th>([^<]*)</th>", lambda m: f"<th>{m.group(1).replace('_', '_<wbr>')}</th>", table)
+    return re.sub(rf"<td>([^<]{{{LONG_CELL},}})</td>", r"<td class='long'>\1</td>", table)
 
 
 def _number(value: float) -> str:

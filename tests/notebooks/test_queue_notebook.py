@@ -54,7 +54,7 @@ def test_queue_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
     assert validate.returncode == 0, validate.stdout + validate.stderr
     assert {"queue-consumer-sweep.png", "queue-consumer-sweep.svg", "queue-latency.png"} <= {p.name for p in figures.iterdir()}
     latency_md = (tables / "queue-latency.md").read_text()
-    assert latency_md.count("batch=1") == 3 and "claim_p99_ms" in latency_md and "e2e_p99_ms" in latency_md
+    assert latency_md.count("batch=1") == 3 and "claim_p99_ms" in latency_md and "send_to_claim_p99_ms" in latency_md
     assert (tables / "queue-recovery.md").read_text().count("batch=1") == 3
     assert (tables / "queue-backup.md").read_text().count("batch=1") == 3
     # each chart is displayed under its table: the executed notebook carries them as images

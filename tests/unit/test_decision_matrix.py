@@ -220,7 +220,7 @@ def test_queue_latency_target_cells_are_decided_on_meeting_the_target_even_clien
 
     def runs(variant, p99s, bound=True):
         return [{"variant": variant, "durability_class": "per_commit", "offered_per_s": 1000, "sustained": True,
-                 "e2e_p99_ms": p99, "client_bound": bound} for p99 in p99s]
+                 "send_to_claim_p99_ms": p99, "client_bound": bound} for p99 in p99s]
 
     def outcome(pg_p99s, redis_p99s, pg_bound=False, redis_bound=False):
         (decided,) = latency_cells(pd.DataFrame(runs("pg_skiplocked batch=10", pg_p99s, pg_bound)

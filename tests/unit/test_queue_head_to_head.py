@@ -42,7 +42,7 @@ def sweep_row(variant_: str, consumers: int, jobs: float, cpu: float | None, bou
 
 def latency_run(variant_: str, rate: float, p99: float, sustained: bool, bound: bool | None = False,
                 cpu: float | None = 100.0) -> dict:
-    return {"variant": variant_, "durability_class": "per_commit", "offered_per_s": rate, "e2e_p99_ms": p99,
+    return {"variant": variant_, "durability_class": "per_commit", "offered_per_s": rate, "send_to_claim_p99_ms": p99,
             "sustained": sustained, "client_bound": bound, "server_cpu_us_per_job": cpu}
 
 
@@ -137,7 +137,7 @@ def test_the_headline_and_who_kept_up_say_k_of_n_runs():
     sweep = pd.DataFrame([sweep_row(name, 1, 1000, None) for name in latency.variant.unique()])
     cells = headline_table({"throughput": sweep,
                             "steady": pd.DataFrame(), "latency": latency, "cliff": pd.DataFrame()})
-    shown = cells.set_index("variant")["e2e p99 ms at 5,000/s"]
+    shown = cells.set_index("variant")["send → claim p99 ms at 5,000/s"]
     assert shown["redis_reliable batch=10 pipeline=10"] == "220.00 (40.00–400.00) (sustained in 2 of 3 runs)"
     assert shown["pg_delete batch=1"] == "not sustained (0 of 3 runs)"
     line, = [text for text in kept_up_lines(latency) if text]

@@ -14,7 +14,7 @@ from pglimits_core.workloads.queue.tables import (
     throughput_table,
 )
 
-EMPTY_LATENCY = pd.DataFrame(columns=["variant", "offered_per_s", "e2e_p99_ms", "sustained"])
+EMPTY_LATENCY = pd.DataFrame(columns=["variant", "offered_per_s", "send_to_claim_p99_ms", "sustained"])
 
 
 def run_rows(run_id: str, experiment: str, consumers: int, consumed_per_s: float, left: int,

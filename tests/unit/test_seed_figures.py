@@ -24,7 +24,7 @@ def latency_rows(variant: str, rate: float, p99s: list[float], sustained: bool |
                  client_bound: list[bool] | None = None) -> list[dict]:
     bound = client_bound or [False] * len(p99s)
     kept = sustained if isinstance(sustained, list) else [sustained] * len(p99s)
-    return [{"variant": variant, "durability_class": CLASSES[variant], "offered_per_s": rate, "e2e_p99_ms": p99,
+    return [{"variant": variant, "durability_class": CLASSES[variant], "offered_per_s": rate, "send_to_claim_p99_ms": p99,
              "sustained": ok, "client_bound": cb} for p99, ok, cb in zip(p99s, kept, bound, strict=True)]
 
 

@@ -157,31 +157,35 @@ def test_matched_recall_interpolates_between_the_bracketing_ef_and_says_not_reac
     assert matched.loc[(0.99, 1, "pgvector exact"), "qps_is"] == "measured (exact scan, no ef)"
 
 
-def _sweep_point(variant, ef, qps, recall, client_bound=False, box=100.0, server_ms=1.0):
-    return {"variant": variant, "ef": ef, "clients": 8, "qps": qps, "qps_min": qps * 0.9, "qps_max": qps * 1.1,
-            "runs": 3, "recall_mean": recall, "recall_worst5_mean": recall - 0.1, "server_cpu_ms_per_query": server_ms,
-            "server_cpu_ms_min": server_ms * 0.9, "server_cpu_ms_max": server_ms * 1.1, "client_cpu_ms_per_query": 0.5,
-            "box_cpu_pct": box, "cores": 2, "client_bound": client_bound}
+def _sweep_runs(variant, ef, qps, recall, client_bound=False, box=100.0, server_ms=1.0):
+    """A point's three repetitions: QPS at 0.9/1/1.1 of ``qps``, server CPU per query at 1.1/1/0.9 of
+    ``server_ms``, client + server CPU ``box`` % in each (8 clients, 2 cores)."""
+    return [{"experiment": "sweep", "status": "complete", "variant": variant, "ef": ef, "clients": 8, "repetition": r,
+             "ops_per_s": qps * f, "recall_mean": recall, "recall_worst5_mean": recall - 0.1, "recall_p5": recall,
+             "rows_min": 10, "client_bound": client_bound, "server_cpu_pct": server_ms * g * qps * f / 10,
+             "client_cpu_pct": box - server_ms * g * qps * f / 10, "cores": 2,
+             "service_time_p50_ms": 1.0, "service_time_p99_ms": 2.0}
+            for r, (f, g) in enumerate(((0.9, 1.1), (1.0, 1.0), (1.1, 0.9)))]
 
 
 def test_matched_rows_carry_flags_server_cpu_and_the_verdict_class():
     from pglimits_core.analysis.verdict import BY_SERVER_CPU
 
-    sweep = pd.DataFrame([_sweep_point("pgvector hnsw", 10, 2000, 0.92, server_ms=2.0),
-                          _sweep_point("pgvector hnsw", 40, 1000, 0.97, box=190.0, server_ms=4.0),
-                          _sweep_point("qdrant hnsw", 10, 3000, 0.80, client_bound=True, box=190.0),
-                          _sweep_point("qdrant hnsw", 20, 2500, 0.93, box=190.0),
-                          _sweep_point("qdrant hnsw", 40, 2000, 0.96, box=190.0)])
-    matched = matched_table(sweep).set_index(["target_recall", "variant"])
+    frame = pd.DataFrame(_sweep_runs("pgvector hnsw", 10, 200, 0.92, server_ms=2.0)
+                         + _sweep_runs("pgvector hnsw", 40, 100, 0.97, box=190.0, server_ms=4.0)
+                         + _sweep_runs("qdrant hnsw", 10, 300, 0.80, client_bound=True, box=190.0)
+                         + _sweep_runs("qdrant hnsw", 20, 250, 0.93, box=190.0)
+                         + _sweep_runs("qdrant hnsw", 40, 200, 0.96, box=190.0))
+    matched = matched_table(sweep_table(frame), frame).set_index(["target_recall", "variant"])
     pg = matched.loc[(0.9, "pgvector hnsw")]  # the smallest ef already reaches 0.90: measured there
-    assert pg.qps == 2000 and pg.qps_is == "measured at ef=10 (the smallest ef swept)" and pd.isna(pg.ef_low)
-    assert pg.server_cpu_us_per_query == pytest.approx(2000) and pg.box_saturated is False and pg.qps_text == "2,000"
+    assert pg.qps == 200 and pg.qps_is == "measured at ef=10 (the smallest ef swept)" and pd.isna(pg.ef_low)
+    assert pg.server_cpu_us_per_query == pytest.approx(2000) and pg.box_saturated is False and pg.qps_text == "200"
     qd = matched.loc[(0.9, "qdrant hnsw")]  # between ef 10 (client-bound) and ef 20: flagged, box saturated
-    assert qd.client_bound is True and qd.box_saturated is True and qd.qps_text == "2,615 ᶜ ᵇ"
+    assert qd.client_bound is True and qd.box_saturated is True and qd.qps_text == "262 ᶜ ᵇ"
     # a client-bound side: decided by the server's CPU per query (with its spread over the runs)
     assert qd.verdict == BY_SERVER_CPU and pd.isna(pg.verdict)
     pg95 = matched.loc[(0.95, "pgvector hnsw")]
-    assert pg95.qps == pytest.approx(1400) and pg95.server_cpu_us_per_query == pytest.approx(3200)
+    assert pg95.qps == pytest.approx(140) and pg95.server_cpu_us_per_query == pytest.approx(3200)
     qd95 = matched.loc[(0.95, "qdrant hnsw")]  # ef 20-40 and 10-40: neither client-bound, but the box saturated
     assert qd95.client_bound is False and qd95.box_saturated is True
     # the client took cores the server could have used: the server's CPU per query decides, not the rates

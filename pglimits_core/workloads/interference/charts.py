@@ -7,7 +7,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pglimits_core.plotting.figures import GREY
+from pglimits_core.plotting.figures import GREY, colour_for
 
 #: seconds an autovacuum run is drawn at least (a 20 ms run would be an invisible sliver)
 MIN_SHADE_S = 0.4
@@ -19,11 +19,11 @@ def panel(ax, rows: pd.DataFrame) -> None:
     """One window: the tenants' per-second p99 (log scale), vacuum shaded, dead tuples on the right."""
     for start, end in rows.vacuum_windows.iloc[0] or []:
         # most runs last tens of ms: widened to stay visible, the start marked exactly
-        ax.axvspan(start, max(end, start + MIN_SHADE_S), color="gold", alpha=0.5, lw=0)
+        ax.axvspan(start, max(end, start + MIN_SHADE_S), color="gold", alpha=0.5, lw=0, gid="annotation")
         ax.axvline(start, color="goldenrod", lw=0.8)
     act_start, act_end = rows.act_start_s.iloc[0], rows.act_end_s.iloc[0]
     if pd.notna(act_start) and pd.notna(act_end):
-        ax.axvspan(act_start, act_end, color=GREY, alpha=0.12, lw=0, label="the act (xmin held / autovacuum off)")
+        ax.axvspan(act_start, act_end, color=GREY, alpha=0.12, lw=0, gid="annotation", label="the act (xmin held / autovacuum off)")
     for tenant, (colour, label) in TENANT_STYLE.items():
         column = f"{tenant}_p99_ms"
         if column in rows and rows[column].notna().any():
@@ -31,8 +31,10 @@ def panel(ax, rows: pd.DataFrame) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("p99 per second (ms)")
     dead = ax.twinx()
-    dead.plot(rows.second, rows.dead_tuples, color=GREY, lw=1, ls="--", label="dead tuples (jobs)")
-    dead.set_ylabel("dead tuples", color=GREY)
+    # the queue table's dead tuples are Postgres's: its colour, dashed apart from the tenants
+    queue_colour = colour_for("postgres", "postgres")
+    dead.plot(rows.second, rows.dead_tuples, color=queue_colour, lw=1, ls="--", label="dead tuples (jobs)")
+    dead.set_ylabel("dead tuples", color=queue_colour)
     first = rows.iloc[0]
     ax.set_title(f"{first.mechanism} at level {first.level:g} (repetition {first.repetition})", fontsize=9)
 

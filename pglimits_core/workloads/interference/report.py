@@ -42,8 +42,9 @@ def sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]) ->
     return [Section("Interference: tables", [HOW_TO_READ], shown), Section("Interference: figures", figures=pngs)], []
 
 
-def readme_lines(tables: dict[str, pd.DataFrame]) -> list[str]:
-    """The worst p99 inflation per bystander under churn, or that nothing was measured."""
+def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
+    """The p99 inflation per bystander under churn, or that nothing was measured; ``links``
+    names the full tables and the report."""
     table = tables.get("inflation", pd.DataFrame())
     if table.empty:
         return ["- Interference: not measured in these records."]
@@ -51,7 +52,7 @@ def readme_lines(tables: dict[str, pd.DataFrame]) -> list[str]:
                     (table.get("side", "postgres") == "postgres")]
     lines = [f"- Interference ({row.tenant}, churn level {row.level:g}): p99 {row.p99_ms} ms vs "
              f"{row.baseline_p99_ms} ms alone ({row.cycles_note})" for row in churned.itertuples()]
-    return lines + split_lines(tables.get("sides", pd.DataFrame()))
+    return [links, ""] + lines + split_lines(tables.get("sides", pd.DataFrame()))
 
 
 def split_lines(sides: pd.DataFrame) -> list[str]:

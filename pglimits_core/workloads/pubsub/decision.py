@@ -1,6 +1,11 @@
 """Pub/sub's cells of the decision matrix: per fan-out (subscribers) of the fan-out table, the most
 deliveries/s pg_notify reached flat out (closed loop) against redis_publish's, with the server's
-CPU per delivery."""
+CPU per delivery.
+
+The two are not on the same terms on disk: neither persists a message, but a NOTIFY's commit
+waits for a WAL flush (with the server's ``synchronous_commit`` on) and a PUBLISH writes nothing.
+Each side's figure says what its runs recorded (``terms.disk_text``), and the scale says when the
+records show that only the Postgres side paid for a flush."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from pglimits_core.analysis.decision import Cell, ratio_range, usable
 from pglimits_core.analysis.runs import flag
 from pglimits_core.analysis.verdict import Side
 from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
+from pglimits_core.workloads.pubsub.terms import disk_text, unequal
 
 COLUMNS = ("variant", "subscribers", "publishers", "loop", "deliveries_per_s", "deliveries_per_s_range",
            "server_cpu_ms_per_1k", "client_bound")
@@ -30,11 +36,17 @@ def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
     for subscribers, rows in flat_out.groupby("subscribers", sort=True):
         servers = rows["variant"].map(server_of)
         pg, redis = _most(rows[servers == "postgres"]), _most(rows[servers == "redis"])
-        cells.append(Cell("pubsub", f"{subscribers:,.0f} subscriber{'s' if subscribers != 1 else ''}",
-                          "none (closed loop, flat out)", side(pg), side(redis), "fanout", unit="deliveries/s",
+        cells.append(Cell("pubsub", _scale(subscribers, pg, redis), "none (closed loop, flat out)", side(pg),
+                          side(redis), "fanout", unit="deliveries/s",
                           figures=(_text(pg), _text(redis)), spread=_spread(pg, redis),
                           missing="pg_notify not measured here" if pg is None else "redis_publish not measured here"))
     return cells
+
+
+def _scale(subscribers: float, pg: pd.Series | None, redis: pd.Series | None) -> str:
+    """The fan-out, and the unequal terms when the records show them (kept short: a scoreboard tile)."""
+    scale = f"{subscribers:,.0f} subscriber{'s' if subscribers != 1 else ''}"
+    return f"{scale}; only Postgres waits for a disk flush" if unequal(pg, redis) else scale
 
 
 def _most(rows: pd.DataFrame) -> pd.Series | None:
@@ -76,4 +88,5 @@ def _text(row: pd.Series | None) -> str:
     if row is None:
         return "—"
     publishers = int(row["publishers"])
-    return f"{row['deliveries_per_s_range']} deliveries/s ({publishers} publisher{'s' if publishers != 1 else ''})"
+    return (f"{row['deliveries_per_s_range']} deliveries/s ({publishers} publisher{'s' if publishers != 1 else ''}); "
+            f"{disk_text(row)}")

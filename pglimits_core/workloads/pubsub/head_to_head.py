@@ -7,6 +7,10 @@ At an offered (open-loop) rate only the server's cost decides (both deliver what
 The server's CPU per delivery (µs, from the server's own processes in the run's samples) is the
 figure that still compares where the Python clients set the rate (client-bound); the verdict
 class says which figure decided each row.
+
+The two sides do not do the same work on disk (a NOTIFY's commit waits for a WAL flush, a
+PUBLISH writes nothing; neither persists the message): the table's caption states it from the
+runs' recorded settings and the host's fsync figure (``terms.terms_note``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from pglimits_core.plotting.figures import line_style_for, sustained_line
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.pubsub.ceiling_tables import CAPTION as CEILING_CAPTION
 from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
+from pglimits_core.workloads.pubsub.terms import terms_note
 
 MARKERS = ["o", "s", "^", "D", "v"]
 
@@ -36,21 +37,24 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
                "than client + server account for (more than 20 % of a core: a neighbour, processes too short-lived "
                "for the once-a-second sampler, or — in records taken before the machine's CPU was read from the "
                "cgroup's exact counter — /proc/stat's tick sampling misreading light bursty load, which also failed "
-               "the sampler check of a few light runs: they are counted as failed); ᵇ = behind: subscribers were still receiving ≥ 1 % of the "
-               "messages after the publishers stopped — a growing backlog, not a delivery rate. Open-loop rows count "
+               "the sampler check of a few light runs: they are counted as failed); (backlog) after deliveries/s = the subscribers were "
+               "still receiving ≥ 1 % of the messages after the publishers stopped — a growing backlog, not a delivery rate. Open-loop rows count "
                "what the publishers achieved in the window (late sends are not throughput). One synchronous "
                "publisher waits for each publish (for Postgres a transaction: an xid and a commit flushed to the "
                "WAL), so flat-out rows with 1 publisher measure that publisher; 4 publishers remove that cap, but on "
                "2 cores shared with 10 Python subscribers they are still client-bound (ᶜ): there the servers' own "
                "cost, server CPU ms per 1,000 deliveries, is the figure that compares — between the systems at the "
                "same point only (it depends on the load: idle cost weighs on low rates). The two make different "
-               "promises: a NOTIFY is transactional — delivered only if and after its transaction commits (here "
-               "after the commit's WAL flush, `synchronous_commit=on`) — and held for listeners that fall behind "
+               "promises: a NOTIFY is transactional — delivered only if and after its transaction commits (after the "
+               "commit record's WAL flush unless the server's `synchronous_commit` is off: the head-to-head caption "
+               "says what the runs recorded) — and held for listeners that fall behind "
                "in one queue shared by every listener (8 GB in PostgreSQL's documentation, not measured here: one "
                "stuck listener pins it for all, and when it is full NOTIFY fails at commit); a PUBLISH is "
                "fire-and-forget — no transaction, nothing persisted, a subscriber that is not connected (or is "
                "dropped at its output-buffer limit) misses the message for good. Neither keeps a message for a "
-               "listener that was not listening.")
+               "listener that was not listening, nor across a server crash: the WAL flush a NOTIFY's commit waits for "
+               "makes its transaction durable, not the notification — a cost on the Postgres side that Redis does "
+               "not pay.")
 
 CAPTIONS = {
     "fanout": "Fan-out: published/s, deliveries/s and delivery latency per subscriber count; open-loop rates and "
@@ -138,8 +142,14 @@ def commit_chart(table: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def captions(tables: dict[str, pd.DataFrame]) -> dict[str, str]:
+    """The captions, the head to head's with the terms the fan-out runs recorded (``terms``)."""
+    terms = terms_note(tables.get("fanout"))
+    return {**CAPTIONS, "fanout_head_to_head": f"{CAPTIONS['fanout_head_to_head']}. {terms}"}
+
+
 def sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]) -> tuple[list[Section], list[Section]]:
-    headline = [(caption, flag_points(tables[key])) for key, caption in CAPTIONS.items()
+    headline = [(caption, flag_points(tables[key])) for key, caption in captions(tables).items()
                 if key in tables and not tables[key].empty]
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
     reference = [("Every rate-search probe", flag_points(tables["cliff_points"]))] \
@@ -164,12 +174,17 @@ def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             + (f", {row.busy_neighbour_runs} with CPU unexplained" if row.busy_neighbour_runs else "")
         rows.append({"variant": row.variant, "subscribers": row.subscribers, "publishers": row.publishers,
                      "offered msg/s": rate, "published/s": row.published_per_s_range,
-                     "deliveries/s": f"{row.deliveries_per_s_range}{mark}" + (" ᵇ" if _behind(row) else ""),
+                     "deliveries/s": f"{row.deliveries_per_s_range}{mark}" + (BACKLOG if _behind(row) else ""),
                      "server CPU µs / delivery": "" if pd.isna(row.server_cpu_ms_per_1k) else f"{row.server_cpu_ms_per_1k:.1f}",
                      "delivery p99 ms": row.delivery_p99_range_ms + (" ˡ" if row.lag_dominated else ""),
                      "publisher lag p99 ms": lag, "delivered/expected": f"{row.delivered}/{row.expected}",
                      "runs": runs})
     return pd.DataFrame(rows)
+
+
+#: after a row's deliveries/s: its subscribers were still receiving after the window (a word, not
+#: a letter: ᵇ means a saturated box in the vector study and the decision matrix)
+BACKLOG = " (backlog)"
 
 
 def _behind(row) -> bool:
@@ -181,11 +196,12 @@ def _behind(row) -> bool:
 def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     lines = [f"{HOW_TO_READ} {links}", "", headline(tables).to_markdown(index=False), ""]
     lines += [*flush_notes(tables), ""]
+    shown = captions(tables)
     for key in ("fanout_head_to_head", "ceiling", "cliff", "commit_serialization", "idle_listeners",
                 "stuck_subscriber", "payload_limit"):
         table = tables.get(key)
         if table is not None and not table.empty:
-            lines += [f"{CAPTIONS[key]}:", "", table.to_markdown(index=False), ""]
+            lines += [f"{shown[key]}:", "", table.to_markdown(index=False), ""]
         elif key == "ceiling":
             lines += ["C-tool ceiling (pgbench pg_notify, redis-benchmark PUBLISH): not measured in these records.", ""]
     return lines

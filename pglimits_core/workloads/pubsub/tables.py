@@ -18,6 +18,7 @@ from pglimits_core.workloads.pubsub.failures import COMMIT_MODES
 from pglimits_core.workloads.pubsub.head_to_head import head_to_head_table
 from pglimits_core.workloads.pubsub.ledger import lost_ranges_text
 from pglimits_core.workloads.pubsub.server_cost import cpu_range_us, flush_share, per_delivery_us
+from pglimits_core.workloads.pubsub.terms import MIXED, recorded_settings
 
 GROUP = ["variant", "subscribers", "publishers", "loop", "rate"]
 #: a delivery p99 is "lag-dominated" when the publishers' own schedule lag (actual − intended
@@ -44,6 +45,8 @@ def outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
             # the host's fsync-of-8 kB median when the study began: one WAL flush, the bound of
             # commits that flush one at a time
             "fsync_median_us": ((manifest.get("host") or {}).get("fsync_8k") or {}).get("median_us"),
+            # what a publish waited for on disk (synchronous_commit, fsync; appendonly, save)
+            "server_persistence": recorded_settings(manifest),
             "outcome": outcome}
 
 
@@ -130,7 +133,7 @@ def fanout_row(group: pd.DataFrame, failed_runs: int) -> dict[str, Any]:
             "server_cpu_ms_per_1k": _per_1k(group, "server_cpu_pct"),
             **cpu_range_us(group),
             "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"),
-            **flush_share(group),
+            **flush_share(group), "server_persistence": _texts(group, "server_persistence"),
             "server_rss_largest_mib": pd.to_numeric(group.get("server_rss_largest_mib"), errors="coerce").max(),
             "busy_neighbour_runs": int(group.other_cpu_pct.map(busy_neighbour).sum())
             if "other_cpu_pct" in group else 0,
@@ -200,6 +203,12 @@ def _median(group: pd.DataFrame, column: str) -> float | None:
         return None
     values = pd.to_numeric(group[column], errors="coerce").dropna()
     return float(values.median()) if len(values) else None
+
+
+def _texts(group: pd.DataFrame, column: str) -> str | None:
+    """The runs' distinct texts (one, unless the runs' servers were set up differently)."""
+    values = sorted({str(v) for v in group[column] if v is not None and not pd.isna(v)}) if column in group else []
+    return MIXED.join(values) or None
 
 
 def _sum(group: pd.DataFrame, column: str) -> int | None:

@@ -12,6 +12,7 @@ from pglimits_core.analysis.flags import flag_set
 from pglimits_core.plotting.figures import colour_for, line_style_for, sustained_line
 from pglimits_core.plotting.figures import finish as _finish
 from pglimits_core.workloads.queue.durability_tables import classes_in, ensure_class, label
+from pglimits_core.workloads.queue.latency_names import FROM, NAME, P50, P99
 
 
 def class_panels(table: pd.DataFrame, width: float = 9, height: float = 4):
@@ -71,24 +72,24 @@ def _sweep_line(ax, group: pd.DataFrame, variant: str, variants: pd.Series) -> N
 
 
 def latency_chart(table: pd.DataFrame) -> plt.Figure:
-    """End-to-end p99 (median over repetitions, whiskers min–max) and p50 per offered rate, open
-    loop, one panel per durability class. A rate not sustained in some repetition is a hollow
+    """Send → claim p99 from the scheduled send (median over repetitions, whiskers min–max) and
+    p50 per offered rate, open loop, one panel per durability class. A rate not sustained in some repetition is a hollow
     marker the line does not join (a stall, not a latency). Variants are nudged apart along x so
     their markers at the same rate stay readable."""
     fig, panels = class_panels(table.assign(sustained=table.sustained.astype(bool)), height=4.5)
     for index, (name, rows, ax) in enumerate(panels):
         per_rate = rows.groupby(["variant", "offered_per_s"]).agg(
-            p99=("e2e_p99_ms", "median"), p99_min=("e2e_p99_ms", "min"), p99_max=("e2e_p99_ms", "max"),
-            p50=("e2e_p50_ms", "median"), sustained=("sustained", "all")).reset_index()
+            p99=(P99, "median"), p99_min=(P99, "min"), p99_max=(P99, "max"),
+            p50=(P50, "median"), sustained=("sustained", "all")).reset_index()
         variants = sorted(per_rate.variant.unique())
         for offset, (variant, group) in enumerate(per_rate.groupby("variant")):
             x = group.offered_per_s * (1 + 0.025 * (offset - (len(variants) - 1) / 2))
             _latency_points(ax, x, group, variant, table.variant)
-        _panel_title(ax, "Queue latency at matched rates, end to end from the intended send time\n"
+        _panel_title(ax, f"Queue latency at matched rates: {NAME}, {FROM} to the claim's return (ack not in it)\n"
                          "(lines: p99 median over repetitions, joining sustained rates only; whiskers min–max; "
                          "dots: p50;\nhollow marker, not joined: not sustained in some repetition)",
                      name, index == 0)
-        ax.set(xscale="log", yscale="log", ylabel="end-to-end latency (ms)")
+        ax.set(xscale="log", yscale="log", ylabel=f"{NAME} latency (ms)\n{FROM}")
         _finish(ax)
     rates = sorted(table.offered_per_s.unique())
     panels[-1][2].set_xlim(rates[0] / 1.3, rates[-1] * 1.3)
@@ -117,7 +118,8 @@ def cliff_chart(points: pd.DataFrame) -> plt.Figure:
                     linestyle=line_style_for(variant, points.variant), label=variant)
             failed = group[group.failed != ""]
             ax.scatter(failed.offered_per_s, failed.consumed_per_s, s=140, facecolors="none", edgecolors="red")
-        _panel_title(ax, "The cliff: highest sustainable rate per system (red rings: SLO broken)", name, index == 0)
+        _panel_title(ax, f"The cliff: highest sustainable rate per system (red rings: SLO broken — {NAME} p99\n"
+                         f"{FROM}, achieved rate or backlog growth)", name, index == 0)
         ax.set(ylabel="consumed rate (msg/s)")
         _finish(ax)
     panels[-1][2].set_xlabel("offered rate (msg/s)")

@@ -19,6 +19,7 @@ import pandas as pd
 from pglimits_core.analysis.flags import flag_set
 from pglimits_core.analysis.runs import flag
 from pglimits_core.analysis.verdict import Side, decide
+from pglimits_core.workloads.queue.latency_names import P99
 from pglimits_core.workloads.queue.systems.registry import SERVER_FOR
 
 NO_COUNTERPART = "no counterpart measured in this durability class at this point"
@@ -121,8 +122,8 @@ def latency_verdicts(table: pd.DataFrame, reaches: dict[str, Reach]) -> pd.DataF
 
 
 def _latency_side(variant: str, rate: float, runs: pd.DataFrame, reaches: dict[str, Reach]) -> dict:
-    p99 = runs.e2e_p99_ms.median()
-    p99s = _range(runs.e2e_p99_ms)
+    p99 = runs[P99].median()
+    p99s = _range(runs[P99])
     side = Side(variant, 1000 / p99 if p99 else None, client_bound=_any_bound(runs.client_bound),
                 server_cpu_us_per_op=_median(runs.server_cpu_us_per_job),
                 reaches_rate=not cannot_reach(reaches, variant, rate),

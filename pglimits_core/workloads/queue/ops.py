@@ -2,7 +2,8 @@
 
 Producers stamp each payload with its *intended* send time (the open-loop schedule's start;
 the actual start in a closed loop), so a producer running behind its schedule shows up in the
-end-to-end latency that consumers compute (claimed − intended send) instead of hiding in it;
+send → claim latency that consumers compute (claim returned − intended send; recorded under the
+kind ``end_to_end``, see ``latency_names``: the ack is not in it) instead of hiding in it;
 producers and consumers append every message id they enqueued / acknowledged to a ledger file
 right after the call returned — one unbuffered ``write()`` per batch, so the ids survive a
 SIGKILL of the worker (the OS is not crashing: no fsync) — and the parent proves exactly-once
@@ -24,6 +25,7 @@ from typing import Any
 
 from pglimits_core.datasets.messages import MessageGenerator, decode, stamp_batch
 from pglimits_core.load import OpOutcome, current_worker, intended_start_ns
+from pglimits_core.workloads.queue.latency_names import RECORDED_KIND
 from pglimits_core.workloads.queue.systems.registry import make_adapter
 
 
@@ -75,8 +77,9 @@ class EnqueueOp(QueueOp):
 
 
 class ConsumeOp(QueueOp):
-    """Claim up to ``batch`` messages, acknowledge them; report per message the end-to-end
-    latency (intended send to claimed) and per call the claim's own round trip ("claim": the
+    """Claim up to ``batch`` messages, acknowledge them; report per message the send → claim
+    latency (intended send to the claim's return, before the ack; recorded as
+    ``latency_names.RECORDED_KIND``) and per call the claim's own round trip ("claim": the
     consumer is closed loop, so this is a service time, the driver's "service_time" being
     claim + ack).
 
@@ -109,7 +112,7 @@ class ConsumeOp(QueueOp):
         self.record([message_id for message_id, _ in decoded])
         if self.acks_left is not None:
             self._count_down()
-        return OpOutcome(len(messages), {"end_to_end": [claimed_ns - enq for _, enq in decoded],
+        return OpOutcome(len(messages), {RECORDED_KIND: [claimed_ns - enq for _, enq in decoded],
                                          "claim": [claimed_ns - started_ns]})
 
     def _count_down(self) -> None:

@@ -37,6 +37,7 @@ from pglimits_core.load import (
 )
 from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
 from pglimits_core.studies.variant import Variant
+from pglimits_core.workloads.queue.latency_names import RECORDED_KIND
 from pglimits_core.workloads.queue.ops import ConsumeOp, EnqueueOp, SteadyEnqueueOp
 from pglimits_core.workloads.queue.prefill_size import PrefillSizer, consumed_per_s
 from pglimits_core.workloads.queue.systems.registry import (
@@ -322,23 +323,23 @@ def latency_point(run: StudyRun, v: QueueVariant, rate: float, producers: int, c
 
 
 def point_result(run: RecordedRun, rate: float, duration_s: float) -> PointResult:
-    """What the rate search needs from a latency point: achieved, p50/p99 end to end, and the
+    """What the rate search needs from a latency point: achieved, p50/p99 send → claim, and the
     backlog growth as a fraction of the offered rate (produced/s − consumed/s, over rate)."""
     entries = {e.role: e for e in run.summary.entries if e.phase == "measure"} if run.summary else {}
     producer, consumer = entries.get("producer"), entries.get("consumer")
-    e2e = consumer.latencies.get("end_to_end") if consumer else None
+    send_to_claim = consumer.latencies.get(RECORDED_KIND) if consumer else None
     consumed = consumer.items_per_s if consumer else 0.0
     achieved = min(producer.achieved_rate or 0.0, consumed) if producer else 0.0
     backlog = max(0.0, (producer.items_per_s if producer else 0.0) - consumed) / rate
-    return PointResult(offered=rate, achieved=achieved, p50_us=e2e.p50_us if e2e else None,
-                       p99_us=e2e.p99_us if e2e else None, backlog_growth=backlog)
+    return PointResult(offered=rate, achieved=achieved, p50_us=send_to_claim.p50_us if send_to_claim else None,
+                       p99_us=send_to_claim.p99_us if send_to_claim else None, backlog_growth=backlog)
 
 
 def cliff(run: StudyRun, v: QueueVariant, start_rate: float, producers: int, consumers: int,
           probe_s: float, p99_bound_ms: float, max_probes: int, repeats: int = 3):
     """Rate search for the highest sustainable rate; every probe is a recorded latency point.
 
-    The SLO is judged on end-to-end latency from the *intended* send, over messages whose send
+    The SLO is judged on send → claim latency from the *intended* send, over messages whose send
     started inside the window (late sends count against the achieved rate), and a rate holds
     only when ``repeats`` probes at it all pass (``load.ratesearch``)."""
     slo = Slo(p99_bound_us=p99_bound_ms * 1000, min_achieved_fraction=0.95, max_backlog_growth=0.05)

@@ -10,6 +10,7 @@ from pglimits_core.workloads.queue.drills.backup_tables import backup_lines
 from pglimits_core.workloads.queue.drills.consumer_crash_tables import consumer_crash_lines
 from pglimits_core.workloads.queue.drills.recovery_tables import FOREIGN_STATE, SIGKILL_NOTE
 from pglimits_core.workloads.queue.durability_tables import UNKNOWN, label, sort_by_class
+from pglimits_core.workloads.queue.latency_names import DEFINITION, NAME, P99
 from pglimits_core.workloads.queue.tables import any_verdict, flag_set
 
 HOW_TO_READ = (
@@ -18,8 +19,7 @@ HOW_TO_READ = (
     "all did); `@n` = at n consumers; `≥ x (producer-bound)` / `≥ x (backlog ran out)` = a lower "
     "bound: the consumers waited on the producers or on an empty backlog, so they can do at least "
     "x; ᶜ = client-bound (the Python harness, not the server, was the limit — see `pglimits bench "
-    "harness`; not applicable to SQLite, whose engine runs in the client). End-to-end latency runs "
-    "from each message's intended send time to its claim.")
+    f"harness`; not applicable to SQLite, whose engine runs in the client). The {DEFINITION}.")
 
 
 def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
@@ -59,7 +59,7 @@ def _classes(tables: dict[str, pd.DataFrame]) -> pd.Series:
 
 def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per variant, grouped by durability class: burn-down jobs/s at 1 consumer and at its best
-    consumer count, the steady-state peak, e2e p99 at each offered rate (or 'not sustained'),
+    consumer count, the steady-state peak, send → claim p99 at each offered rate (or 'not sustained'),
     and the cliff."""
     sweep = tables["throughput"]
     if sweep.empty or "consumers" not in sweep:
@@ -70,8 +70,8 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     if not tables["steady"].empty:
         head["steady-state jobs/s, peak @consumers"] = _peak(tables["steady"])
     for rate, group in tables["latency"].groupby("offered_per_s"):
-        head[f"e2e p99 ms at {rate:,.0f}/s"] = pd.Series({variant: _latency_cell(runs)
-                                                          for variant, runs in group.groupby("variant")})
+        head[f"{NAME} p99 ms at {rate:,.0f}/s"] = pd.Series({variant: _latency_cell(runs)
+                                                             for variant, runs in group.groupby("variant")})
     if not tables["cliff"].empty:
         head["highest sustained rate (cliff), msg/s"] = tables["cliff"].set_index("variant").apply(_cliff_cell, axis=1)
     head = head.rename_axis("variant").reset_index()
@@ -87,7 +87,7 @@ def _latency_cell(runs: pd.DataFrame) -> str:
     held = runs[runs.sustained.astype(bool)]
     if held.empty:
         return f"not sustained (0 of {len(runs)} runs)"
-    p99 = held.e2e_p99_ms
+    p99 = held[P99]
     spread = f" ({p99.min():.2f}–{p99.max():.2f})" if p99.max() > p99.min() else ""
     cell = f"{p99.median():.2f}{spread}" + (" ᶜ" if any_verdict(held.client_bound) else "")
     return cell if len(held) == len(runs) else f"{cell} (sustained in {len(held)} of {len(runs)} runs)"

@@ -12,6 +12,7 @@ from pglimits_core.workloads.queue.ceiling_tables import CAPTION as CEILING_CAPT
 from pglimits_core.workloads.queue.ceiling_tables import HARNESS_BENCH_CAPTION
 from pglimits_core.workloads.queue.drills.backup_tables import BACKUP_CAPTION
 from pglimits_core.workloads.queue.drills.consumer_crash_tables import CONSUMER_CRASH_CAPTION
+from pglimits_core.workloads.queue.latency_names import DEFINITION, FROM, NAME
 from pglimits_core.workloads.queue.seed import AGREEMENT_SLACK
 
 CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b> (fsync per commit / periodic / "
@@ -26,7 +27,7 @@ CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b>
                      "steady-state point whose producers never reached the target depth (<span class='flag'>"
                      "depth not held</span>, producer-bound) — so the consumers can do at least that rate. "
                      "<code>runs</code> counts the runs behind the number, <code>runs_recorded</code> every run "
-                     "of the point. End-to-end latency runs from each message's intended send time to its claim.")
+                     f"of the point. The {DEFINITION} (columns <code>send_to_claim_*</code>).")
 
 HEAD_TO_HEAD = ("; server_cpu_us_per_job = the server's own CPU per job (µs; every server process the sampler "
                 "saw, Postgres parallel and autovacuum workers included); verdict_class = who set the limit "
@@ -34,12 +35,13 @@ HEAD_TO_HEAD = ("; server_cpu_us_per_job = the server's own CPU per job (µs; ev
                 "Postgres) in the same durability class at the same point")
 CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)" + HEAD_TO_HEAD,
             "steady": "Steady state per consumer count (producers hold a target depth; ≥ = producer-bound)",
-            "latency": "Latency at matched offered rates (open loop; enqueue from the intended start, "
-                       "end to end from the intended send time to the claim)" + HEAD_TO_HEAD
+            "latency": "Latency at matched offered rates (open loop; enqueue from the intended start; "
+                       f"{NAME}, {FROM} to the claim's return, the ack not in it)" + HEAD_TO_HEAD
                        + " (idle polls included in the CPU per job; a design whose best burn-down run, with no "
                          "producers, stays below the rate is not comparable here)",
-            "cliff": "The cliff: highest sustainable rate and the first rate that failed",
-            "cliff_points": "Every rate-search probe",
+            "cliff": f"The cliff: highest sustainable rate and the first rate that failed (the bound is on {NAME} "
+                     f"p99, {FROM})",
+            "cliff_points": f"Every rate-search probe ({NAME} percentiles {FROM})",
             "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
                         "cache, so 0 lost does not separate durability classes (an OS crash would)",
             "consumer_crash": CONSUMER_CRASH_CAPTION,
@@ -70,7 +72,8 @@ SEED_NOTES = ["Queue: <b>both sides from one durability class</b> (one row per c
             "was measured on both sides (the ratio is then shown as context only). The seed's Redis "
             "baseline was pipelined, so ours is the pipelined variant. Latency pairs use the seed's offered "
             "rate; a pair measured only at another rate is shown for context and judged <b>not "
-            "comparable</b>."]
+            f"comparable</b>. Our latency side is {NAME} p99 {FROM} to the claim's return (the ack not in "
+            "it), beside the seed's own p99 as the seed names it."]
 
 
 def queue_sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]

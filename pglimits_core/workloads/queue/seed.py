@@ -32,6 +32,7 @@ from pglimits_core.workloads.queue.durability_tables import (
     label,
 )
 from pglimits_core.workloads.queue.head_to_head import Reach, cannot_reach, reach
+from pglimits_core.workloads.queue.latency_names import P99
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,9 @@ class SeedClaim:
 
     source: str
     what: str
-    metric: str  # "throughput" (peak jobs/s, closed loop) or "e2e_p99" (ms at a matched rate)
+    # "throughput" (peak jobs/s, closed loop) or "e2e_p99": the seed's p99 latency at a matched
+    # rate, compared with our send → claim p99 from the scheduled send (``latency_names``)
+    metric: str
     a_label: str
     b_label: str
     # our queue designs standing for A and B (variant labels without their durability options,
@@ -181,14 +184,14 @@ def _latency_point(table: pd.DataFrame, variant: str, rate: float, reaches: dict
     travels as a flag; a design that cannot reach the rate on this box at all says why."""
     rows = table[(table.variant == variant) & (table.offered_per_s == rate)]
     short = sum(_flag_false(value) for value in rows.sustained)
-    flags = [f"at {rate:,.0f}/s, median of {int(rows.e2e_p99_ms.notna().sum())}"]
+    flags = [f"at {rate:,.0f}/s, median of {int(rows[P99].notna().sum())}"]
     # a p99 of a rate not kept up with is a floor: the consumers stop at the window's end, so the
     # late sends and the backlog left then are not in it
     flags += [f"not sustained in {short} of {len(rows)} runs: the p99 is a floor"] if short else []
     flags += ["client-bound"] if any(flag_set(value) for value in rows.client_bound) else []
     shortfall = (f"{variant} did not sustain {rate:,.0f}/s here (fell short in {short} of {len(rows)} runs)"
                  if short else "")
-    p99, unreachable = float(rows.e2e_p99_ms.median()), cannot_reach(reaches, variant, rate)
+    p99, unreachable = float(rows[P99].median()), cannot_reach(reaches, variant, rate)
     bound = [bool(v) for v in rows.client_bound if v is not None and not pd.isna(v)]
     side = Side(variant, 1000 / p99 if p99 else None, reaches_rate=not unreachable,
                 client_bound=True if any(bound) else (False if bound and len(bound) == len(rows) else None))

@@ -13,6 +13,7 @@ from pglimits_core.analysis.runs import box_saturated, busy_neighbour, by_role, 
 from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 from pglimits_core.workloads.queue import health as queue_health
+from pglimits_core.workloads.queue import latency_names
 from pglimits_core.workloads.queue.ceiling_tables import (
     ceiling_table,
     harness_bench_table,
@@ -181,8 +182,8 @@ def _median(rows: pd.DataFrame, column: str) -> float | None:
 
 def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per run at each offered rate: enqueue latency (from the intended start, open loop),
-    the claim's own round trip, and end-to-end latency (claim − the message's intended send time,
-    so a producer running behind schedule shows up in it)."""
+    the claim's own round trip, and send → claim latency (the claim's return − the message's
+    scheduled send time, so a producer running behind schedule shows up in it; the ack is not)."""
     rows = measured(frame)
     rows = rows[rows.experiment == "latency"]
     if rows.empty:
@@ -197,12 +198,11 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
         "offered_per_s": producer.offered_rate, "achieved_per_s": producer.achieved_rate,
         "consumed_per_s": consumed, "sustained": sustained,
         # sends that started after the window: timed as enqueues, but claimed only by the untimed
-        # drain, so they are missing from the end-to-end percentiles (see docs/METHODOLOGY.md)
+        # drain, so they are missing from the send → claim percentiles (see docs/METHODOLOGY.md)
         "late_sends_pct": _late_pct(producer),
         "enqueue_p50_ms": producer.get("latency_p50_ms"), "enqueue_p99_ms": producer.get("latency_p99_ms"),
         "claim_p50_ms": consumer.get("claim_p50_ms"), "claim_p99_ms": consumer.get("claim_p99_ms"),
-        "e2e_p50_ms": consumer.get("end_to_end_p50_ms"), "e2e_p95_ms": consumer.get("end_to_end_p95_ms"),
-        "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "client_bound": producer.client_bound,
+        **latency_names.columns(consumer), "client_bound": producer.client_bound,
         # server CPU µs per consumed message, the consumers' idle polls included (see resources)
         "server_cpu_us_per_job": server_cpu_us_per_job(_column(producer, "server_cpu_pct"), consumed),
         "lost": producer.lost, "duplicates": producer.duplicates})
@@ -216,8 +216,8 @@ def _late_pct(producer: pd.DataFrame) -> pd.Series | None:
 
 
 def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
-    """Every rate-search probe with its verdict under the SLO it was searched with (end-to-end
-    latency from the intended send time)."""
+    """Every rate-search probe with its verdict under the SLO it was searched with (send → claim
+    latency from the scheduled send time)."""
     rows = measured(frame)
     rows = rows[rows.experiment == "cliff"]
     if rows.empty:
@@ -227,8 +227,7 @@ def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
                           "offered_per_s": producer.offered_rate,
                           "produced_per_s": producer.items_per_s, "consumed_per_s": consumer.items_per_s,
                           "achieved_per_s": producer.achieved_rate,
-                          "e2e_p50_ms": consumer.get("end_to_end_p50_ms"),
-                          "e2e_p99_ms": consumer.get("end_to_end_p99_ms"), "slo": producer.slo,
+                          **latency_names.columns(consumer, ("p50", "p99")), "slo": producer.slo,
                           "client_bound": producer.client_bound})
     table["failed"] = [_verdict(row) for row in table.itertuples()]
     return sort_by_class(table, ["variant", "offered_per_s"])
@@ -238,7 +237,8 @@ def _verdict(row) -> str:
     slo = Slo(**row.slo) if isinstance(row.slo, dict) else Slo(p99_bound_us=50_000)
     achieved = min(row.achieved_per_s or 0.0, row.consumed_per_s or 0.0)
     backlog = max(0.0, (row.produced_per_s or 0.0) - (row.consumed_per_s or 0.0)) / row.offered_per_s
-    p99 = None if pd.isna(row.e2e_p99_ms) else row.e2e_p99_ms * 1000
+    p99_ms = getattr(row, latency_names.P99)
+    p99 = None if pd.isna(p99_ms) else p99_ms * 1000
     point = PointResult(row.offered_per_s, achieved, None, p99, backlog)
     return slo.failure(point) or ""
 

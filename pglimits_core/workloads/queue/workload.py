@@ -8,6 +8,7 @@ from pglimits_core.registry import Chart, Workload
 from pglimits_core.workloads.queue import charts as figures
 from pglimits_core.workloads.queue.decision import decisions
 from pglimits_core.workloads.queue.drills.backup_tables import backup_chart, backup_tables
+from pglimits_core.workloads.queue.latency_names import P99
 from pglimits_core.workloads.queue.plan import plan
 from pglimits_core.workloads.queue.profile import QueueProfile
 from pglimits_core.workloads.queue.readme import readme_lines
@@ -37,7 +38,7 @@ WORKLOAD = Workload(
     tables=queue_tables,
     charts=(Chart("throughput", "queue-consumer-sweep", figures.consumer_sweep_chart, "jobs_per_s"),
             Chart("steady", "queue-steady-state", steady_chart, "jobs_per_s"),
-            Chart("latency", "queue-latency", figures.latency_chart, "e2e_p99_ms"),
+            Chart("latency", "queue-latency", figures.latency_chart, P99),
             Chart("cliff_points", "queue-cliff", figures.cliff_chart, "consumed_per_s"),
             Chart("dead_tuples", "queue-dead-tuples", figures.dead_tuples_chart, "dead_tuples", under="queue_health"),
             Chart("recovery_drills", "queue-recovery", figures.recovery_chart, "recovery_s"),

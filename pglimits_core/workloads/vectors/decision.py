@@ -1,8 +1,10 @@
 """Vectors' cells of the decision matrix: per recall target of the matched table (and client
 count), the fastest Postgres index that reaches the recall against the fastest Qdrant one, each
 side built by ``matched.side`` (the one place a vectors row becomes a ``Side``): its QPS at the
-target, its client-bound verdict (the matched row's own; older matched tables take it from the
-sweep) and the server's CPU per query."""
+target (the median over the repetitions, each read at the target repetition by repetition; their
+lowest and highest are the runs' range the verdict's worst case reads, and the figure says how
+many repetitions that is), its client-bound verdict (the matched row's own; older matched tables
+take it from the sweep) and the server's CPU per query."""
 
 from __future__ import annotations
 
@@ -52,9 +54,18 @@ def _fastest(rows: pd.DataFrame) -> pd.Series | None:
 def _text(row: pd.Series | None) -> str:
     if row is None:
         return "—"
-    low = row.get("ef_low")
+    low, runs = row.get("ef_low"), _runs(row)
     if pd.isna(row.get("ef")):
-        return f"{row['qps']:,.0f} QPS (recall {row['recall_mean']:.3f})"
+        return f"{row['qps']:,.0f} QPS (recall {row['recall_mean']:.3f}{runs})"
     if low is None or pd.isna(low):
-        return f"{row['qps']:,.0f} QPS (recall {row['recall_mean']:.3f}, ef {row['ef']:.0f})"
-    return f"{row['qps']:,.0f} QPS (at recall {row['recall_mean']:.2f}, interpolated between ef {low:.0f} and {row['ef']:.0f})"
+        return f"{row['qps']:,.0f} QPS (recall {row['recall_mean']:.3f}, ef {row['ef']:.0f}{runs})"
+    return (f"{row['qps']:,.0f} QPS (at recall {row['recall_mean']:.2f}, interpolated between ef {low:.0f} and "
+            f"{row['ef']:.0f}{runs})")
+
+
+def _runs(row: pd.Series) -> str:
+    """"; median of 3 runs" where the matched row counts the repetitions behind its figures."""
+    count = row.get("runs")
+    if count is None or pd.isna(count) or count < 1:
+        return ""
+    return "; 1 run" if count == 1 else f"; median of {int(count)} runs"

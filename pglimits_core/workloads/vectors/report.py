@@ -7,13 +7,13 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pglimits_core.analysis.runs import SATURATED_SHARE
+from pglimits_core.analysis.runs import SATURATED_SHARE, flag
 from pglimits_core.analysis.seed import verdict_short
 from pglimits_core.plotting.figures import colour_for, hatch_for, line_style_for, wrap_label
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.vectors.ceiling_tables import CAPTION as CEILING_CAPTION
 from pglimits_core.workloads.vectors.ceiling_tables import NOT_MEASURED as CEILING_NOT_MEASURED
-from pglimits_core.workloads.vectors.matched import server_us
+from pglimits_core.workloads.vectors.matched import MARKS, server_us
 from pglimits_core.workloads.vectors.tables import headline
 
 HOW_TO_READ = (
@@ -23,9 +23,9 @@ HOW_TO_READ = (
     "(`qps_min`–`qps_max` over them, `qps_spread` their ratio). Engines are compared at matched recall: "
     "for each target, each engine's QPS where its recall curve crosses it, interpolated linearly in recall "
     "between the two swept ef values that bracket the target (`qps_is` names them; where the smallest ef "
-    "swept already reaches it, that point as measured; \"not reached\" is a result). ᶜ = client-bound (the "
-    "Python client, not the server, was the limit, in a run of either bracketing point); ᵇ = the box was "
-    "saturated (client + server CPU at least 85 % of its cores: the rate measures the box, not the server). "
+    "swept already reaches it, that point as measured; \"not reached\" is a result), repetition by "
+    "repetition (each repetition's run at the lower ef with the same repetition's at the upper; `runs` counts "
+    "the repetitions read, `qps` is their median and `qps_min`–`qps_max` their range). "
     "The clients share the box's cores with the server and differ in cost (`client_cpu_ms_per_query`: "
     "Qdrant's gRPC client costs more than psycopg's binary query); `server_cpu_us_per_query` is what a query "
     "costs the server itself (its own processes), and `verdict` is the class of the Qdrant/pgvector "
@@ -136,7 +136,7 @@ FILTERED_CAPTION = (
     "way. Windows of 2 s are too short for the CPU split: read no client-bound verdict into these rows")
 CAPTIONS = {"difficulty": "Dataset difficulty (LID, relative contrast, 10th/11th gap)",
             "matched": "QPS at matched recall (the headline): interpolated in recall between the bracketing ef "
-                       "values, server CPU µs per query, client-bound (ᶜ) and saturated-box (ᵇ) flags, verdict class",
+                       f"values repetition by repetition, server CPU µs per query, verdict class; {MARKS}",
             "ceiling": CEILING_CAPTION,
             "build": "Build cost: load (Qdrant's includes building its request objects in the Python client; "
                      "pgvector's is a binary COPY, then the filter column's B-tree in newer records), index build "
@@ -165,7 +165,7 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     lines = [f"{HOW_TO_READ} {links}", ""]
     top = headline(tables)
     if not top.empty:
-        lines += [top.to_markdown(index=False), ""]
+        lines += [f"{CAPTIONS['matched']}:", "", top.to_markdown(index=False), ""]
     lines += ceiling_lines(tables.get("ceiling"))
     build = tables.get("build", pd.DataFrame())
     if not build.empty:
@@ -247,7 +247,7 @@ def qps_row(qd: pd.Series, pg: pd.Series, clients: int, seed: float) -> dict:
     cores = int(max([c for c in (_num(qd.get("cores")), _num(pg.get("cores"))) if not pd.isna(c)], default=1))
     busy = [v for v in (_num(qd.get("box_cpu_pct")), _num(pg.get("box_cpu_pct"))) if not pd.isna(v)]
     saturated = bool(busy) and max(busy) >= SATURATED_SHARE * 100 * cores
-    bound = "ᶜ" in str(qd.get("qps_text", "")) + str(pg.get("qps_text", ""))
+    bound = flag(qd.get("client_bound")) or flag(pg.get("client_bound"))
     if saturated:
         verdict = (f"inconclusive: the {cores}-core box was saturated by client + server "
                    f"(client CPU per query {_num(qd.get('client_cpu_ms_per_query')):.2f} ms for Qdrant's gRPC client, "

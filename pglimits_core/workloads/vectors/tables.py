@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured, trusted
-from pglimits_core.workloads.vectors.matched import matched_table
+from pglimits_core.workloads.vectors.matched import matched_table, per_run_cpu
 
 MIB = 2**20
 
@@ -167,22 +167,16 @@ def cpu_per_query(runs: pd.DataFrame) -> dict[str, float | None]:
     runs) and the box's CPU the two took together (% of one core): on a box the client shares
     with the server, a heavier client takes CPU the server could have used."""
     # a run whose machine was busier than client + server explain (a neighbour, or server
-    # processes too short-lived for the sampler to see) has no trustworthy CPU split
-    runs = trusted(runs)
-    qps = pd.to_numeric(runs.ops_per_s, errors="coerce").where(lambda q: q > 0)
+    # processes too short-lived for the sampler to see) has no trustworthy CPU split: NaN here
+    cpu = per_run_cpu(runs)
+    server, client, box = cpu.server_cpu_ms.dropna(), cpu.client_cpu_ms.dropna(), cpu.box_cpu_pct.dropna()
 
-    def per_query(column: str, how: str = "median") -> float | None:
-        if column not in runs:
-            return None
-        values = (pd.to_numeric(runs[column], errors="coerce") / 100 * 1000 / qps).dropna()
+    def of(values: pd.Series, how: str = "median") -> float | None:
         return float(getattr(values, how)()) if len(values) else None
 
-    both = (pd.to_numeric(runs["client_cpu_pct"], errors="coerce") + pd.to_numeric(runs["server_cpu_pct"], errors="coerce")
-            if {"client_cpu_pct", "server_cpu_pct"} <= set(runs.columns) else pd.Series(dtype=float))
-    return {"server_cpu_ms_per_query": per_query("server_cpu_pct"), "server_cpu_ms_min": per_query("server_cpu_pct", "min"),
-            "server_cpu_ms_max": per_query("server_cpu_pct", "max"), "client_cpu_ms_per_query": per_query("client_cpu_pct"),
-            "box_cpu_pct": float(both.median()) if both.notna().any() else None,
-            "cores": pd.to_numeric(runs.get("cores"), errors="coerce").max() if "cores" in runs else None}
+    return {"server_cpu_ms_per_query": of(server), "server_cpu_ms_min": of(server, "min"),
+            "server_cpu_ms_max": of(server, "max"), "client_cpu_ms_per_query": of(client), "box_cpu_pct": of(box),
+            "cores": pd.to_numeric(trusted(runs).get("cores"), errors="coerce").max() if "cores" in runs else None}
 
 
 def _recall_by_ef(rows: pd.DataFrame) -> dict[tuple[str, float | None], dict[str, Any]]:
@@ -267,7 +261,7 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
     sweep = sweep_table(frame)
     tables = {"difficulty": difficulty_table(frame), "build": build_table(frame), "sweep": sweep,
-              "matched": matched_table(sweep), "latency": latency_table(frame, sweep), "filtered": filtered_table(frame)}
+              "matched": matched_table(sweep, _of(frame, "sweep")), "latency": latency_table(frame, sweep), "filtered": filtered_table(frame)}
     if not (ceiling := ceiling_table(frame, sweep)).empty:  # only where C-tool points were run
         tables["ceiling"] = ceiling
     return tables

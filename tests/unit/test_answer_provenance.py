@@ -1,0 +1,38 @@
+"""The README's answer names the machine and commit its cells come from, read from the committed
+manifests, and says so when records of more than one machine or commit are mixed."""
+
+from __future__ import annotations
+
+import json
+
+from pglimits_core.analysis.answer import provenance_line
+
+
+def write_run(runs, run_id: str, sha: str, dirty: bool = False) -> None:
+    (runs / run_id).mkdir(parents=True)
+    (runs / run_id / "manifest.json").write_text(json.dumps({"run_id": run_id, "git": {"sha": sha, "dirty": dirty}}))
+
+
+def test_one_machine_and_one_commit_are_named_once_with_the_run_s_span(tmp_path):
+    runs = tmp_path / "runs"
+    write_run(runs, "20261202T031324Z-queue-a", "0d78e47aaaa")
+    write_run(runs, "20261202T053724Z-interference-b", "0d78e47aaaa")
+    line = provenance_line({"box-a": runs})
+    assert line == ("Every cell below comes from machine `box-a`, commit `0d78e47`: 2 run records from "
+                    "2026-12-02 03:13 to 05:37 UTC (144 min from the first record's start to the last's).")
+
+
+def test_a_second_commit_a_dirty_tree_or_a_second_machine_is_said(tmp_path):
+    runs, other = tmp_path / "runs", tmp_path / "other"
+    write_run(runs, "20261202T031324Z-queue-a", "0d78e47aaaa")
+    write_run(runs, "20261202T041324Z-queue-b", "1234567bbbb", dirty=True)
+    line = provenance_line({"box-a": runs})
+    assert "commits `0d78e47`, `1234567` (uncommitted changes)" in line
+    assert line.endswith("compare cells only within one.")
+    write_run(other, "20261202T031324Z-queue-a", "0d78e47aaaa")
+    two = provenance_line({"box-b": other, "box-c": other})
+    assert "machine `box-b`" in two and "machine `box-c`" in two and two.endswith("only within one.")
+
+
+def test_no_records_no_line(tmp_path):
+    assert provenance_line({"box-a": tmp_path / "none"}) == ""
