@@ -1,12 +1,16 @@
-"""Run records -> tidy DataFrames. Reads only ``manifest.json`` and ``summary.json``."""
+"""Run records -> tidy DataFrames. Reads ``manifest.json`` and ``summary.json``; a table that
+computes figures from a run's per-second samplers reads them with ``measured_samplers``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from pglimits_core.samplers.classify import measured_rows
 
 
 def entry_rows(records: list[dict[str, Any]],
@@ -99,6 +103,31 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             "other_cpu_pct": None if over_busy is None else max(0.0, -over_busy),
             "cores": (manifest.get("cpu") or {}).get("cores"),
             "slo": params.get("slo"), "path": str(path)}
+
+
+SAMPLERS_FILE = "samplers.parquet"
+
+
+def measurement_window(manifest: dict[str, Any]) -> tuple[float, float] | None:
+    """The measured window's [start, end] on the run's ``samplers.parquet`` ``t`` axis, as the
+    runner recorded it (``cpu.window_t_s``); None in a record written before it was recorded."""
+    window = (manifest.get("cpu") or {}).get("window_t_s")
+    return (float(window[0]), float(window[1])) if window else None
+
+
+def measured_samplers(run_path: str | Path) -> pd.DataFrame:
+    """A run's sampler rows for a figure of its measured window (CPU per operation, bytes per
+    message): the window's rows (``samplers.classify.measured_rows``, as the run's own CPU
+    medians) when the record carries the window's bounds. A record without them gives every
+    row, set-up and tear-down included: its samplers' clock was never tied to its load's, so the
+    window cannot be placed afterwards. Empty when the run has no sampler file."""
+    path = Path(run_path)
+    if not (path / SAMPLERS_FILE).exists():
+        return pd.DataFrame()
+    frame = pd.read_parquet(path / SAMPLERS_FILE)
+    manifest = path / "manifest.json"
+    window = measurement_window(json.loads(manifest.read_text())) if manifest.exists() else None
+    return frame if window is None else measured_rows(frame, window)
 
 
 def _entry_columns(entry: dict[str, Any]) -> dict[str, Any]:

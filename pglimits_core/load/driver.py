@@ -24,7 +24,12 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.load.spec import RunSpec, validate_spec
 from pglimits_core.load.worker import SharedControl, WorkerPlan, worker_main
 from pglimits_core.record.recorder import WorkerResult
-from pglimits_core.record.results import RunResult, WorkerStatus, merge_worker_results
+from pglimits_core.record.results import (
+    RunResult,
+    WorkerStatus,
+    measured_window,
+    merge_worker_results,
+)
 
 START_LEAD_S = 0.2  # lets every worker see the start time before it arrives
 POLL_S = 0.1
@@ -189,12 +194,14 @@ def run_load(spec: RunSpec) -> RunResult:
         _start_together(spec, collector, control)
         if not collector.wait(lambda: not collector.pending(), _run_deadline(spec)):
             collector.mark_unfinished("did not finish by the run deadline (stuck in an operation?)")
+        collected_s = time.monotonic()  # every worker reported: the load ended by now
     finally:
         _stop_processes(processes)
         _publish_workers(started, active=False)
-    return merge_worker_results(list(collector.results.values()), spec.phase_infos(),
-                                [r.info() for r in spec.roles], _statuses(collector),
-                                spec.describe())
+    result = merge_worker_results(list(collector.results.values()), spec.phase_infos(),
+                                  [r.info() for r in spec.roles], _statuses(collector), spec.describe())
+    result.window_monotonic_s = measured_window(spec.phase_infos(), control.start_ns.value / 1e9, collected_s)
+    return result
 
 
 def check_start_method(name: str) -> None:

@@ -64,6 +64,9 @@ class RunResult:
     error: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     error_samples: dict[str, dict[str, str]] = field(default_factory=dict)  # role -> samples
+    #: [start, end] of the measured (non-warm-up) phases on the ``time.monotonic()`` clock, the
+    #: samplers' clock; None when the load did not say (samplers.classify.measured_rows reads it)
+    window_monotonic_s: tuple[float, float] | None = None
 
     def phase(self, name: str) -> PhaseInfo:
         return next(p for p in self.phases if p.name == name)
@@ -71,6 +74,21 @@ class RunResult:
     def encoded_histograms(self) -> dict[tuple[str, str, str, str], bytes]:
         """Every merged histogram HDR-encoded, for ``histograms/`` in the run directory."""
         return {key: hist.encode(h) for key, h in self.histograms.items()}
+
+
+def measured_window(phases: list[PhaseInfo], start_s: float,
+                    ended_s: float | None = None) -> tuple[float, float] | None:
+    """[start, end] of the measured phases of a run whose phases ran back to back from
+    ``start_s``: from the first non-warm-up phase's start to the last one's end, cut at
+    ``ended_s`` (the load stopped early); None when every phase is a warm-up."""
+    offset, span = 0.0, None
+    for phase in phases:
+        if not phase.warmup:
+            span = (span[0] if span else start_s + offset, start_s + offset + phase.duration_s)
+        offset += phase.duration_s
+    if span is None or ended_s is None:
+        return span
+    return span[0], min(span[1], ended_s)
 
 
 def _merge_histograms(results: list[WorkerResult]) -> dict[tuple[str, str, str, str], HdrHistogram]:

@@ -26,6 +26,12 @@ the workers, so there the question has no answer and the verdict is None.
 
 ``cpu_sum_error`` checks the figures themselves: client and server together cannot use more
 CPU than the box has.
+
+``measured_rows`` is the one place that says which sampler rows belong to a run's measured
+window: a run's sampler frame spans every second of it (workers forking and connecting, the
+warm-up, drain and tear-down), and medians over all of them mix idle and loaded seconds.
+``window_verdict`` is ``host_frame_verdict`` over those rows only; the record keeps the full
+frame (the timeline is evidence) and the window's bounds beside the medians.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import os
 import statistics
 from collections.abc import Iterable
 from typing import Any
+
+from pglimits_core.samplers.base import DEFAULT_INTERVAL_S
 
 #: fraction of a CPU ceiling counted as "saturated": per-second samples never reach 100 %
 #: (scheduler gaps, the sampler itself, other tenants on a shared VM), and 85 % is where queueing
@@ -134,6 +142,68 @@ def host_frame_verdict(frame: Any, client_workers: int, server_cores: int | None
                                           server_cores=server_cores,
                                           machine_cpu_pct_series=None if busy is None else list(busy.dropna()))
     return {"client_bound": bound, "client_bound_reason": reason, "cpu": cpu}
+
+
+#: a row measures the interval since its sampler's previous row; that interval may reach this far
+#: outside the window and still count: the sampler's grid drifts by ms per second, and a sample's
+#: readings are taken a few ms apart (0.1 s of a neighbouring second moves a median little)
+WINDOW_SLACK_S = 0.1
+#: whole sampler seconds inside the window the CPU split needs: a median needs one reading
+MIN_WINDOW_SECONDS = 1
+WINDOW_TOO_SHORT = "window too short for the CPU split"
+NO_WINDOW = ("measured window not known: the load did not report when its measured phases ran, "
+             "so no CPU split is drawn from the run's set-up and tear-down seconds")
+
+
+def measured_rows(frame: Any, window_t_s: tuple[float, float]) -> Any:
+    """The rows of a sampler frame that measured whole seconds inside the measured window.
+
+    ``window_t_s``: the window's [start, end] on the frame's ``t`` axis (seconds since the
+    samplers started). Each row's figures cover the interval since the same sampler's previous
+    row (one interval before it for a sampler's first row); a row is kept when that whole
+    interval lies inside the window, ``WINDOW_SLACK_S`` allowed at each end. Rows are never
+    split or weighted: a second half inside the window is left out."""
+    if frame is None or len(frame) == 0 or "t" not in frame.columns:
+        return frame
+    ordered = frame.sort_values("t", kind="stable")
+    times = ordered["t"]
+    previous = ordered.groupby("sampler")["t"].shift(1) if "sampler" in ordered.columns else times.shift(1)
+    begun = previous.fillna(times - DEFAULT_INTERVAL_S)
+    start, end = window_t_s
+    return ordered[(begun >= start - WINDOW_SLACK_S) & (times <= end + WINDOW_SLACK_S)]
+
+
+def window_verdict(frame: Any, window_t_s: tuple[float, float] | None, client_workers: int,
+                   server_cores: int | None = None, engine_in_client: bool = False) -> dict[str, Any]:
+    """``host_frame_verdict`` over the measured window's rows only (``measured_rows``).
+
+    ``cpu`` also carries ``window_t_s`` (the bounds on the frame's ``t`` axis) and
+    ``window_seconds`` (host seconds with both CPU figures inside it). No window, or fewer than
+    ``MIN_WINDOW_SECONDS`` such seconds: no verdict and no medians, and the reason says so —
+    never figures from the set-up and tear-down seconds around the load."""
+    if frame is None or "client_cpu_pct" not in getattr(frame, "columns", []):
+        return host_frame_verdict(frame, client_workers, server_cores, engine_in_client)
+    if window_t_s is None:
+        return _no_split(NO_WINDOW, {"window_t_s": None, "window_seconds": 0}, server_cores)
+    rows = measured_rows(frame, window_t_s)
+    seconds = int((rows["client_cpu_pct"].notna() & rows["server_cpu_pct"].notna()).sum())
+    start, end = window_t_s
+    window = {"window_t_s": [round(start, 3), round(end, 3)], "window_seconds": seconds}
+    if seconds < MIN_WINDOW_SECONDS:
+        return _no_split(f"{WINDOW_TOO_SHORT}: {seconds} whole sampler seconds inside the measured window "
+                         f"({start:.2f}-{end:.2f} s on the samplers' clock), {MIN_WINDOW_SECONDS} needed; "
+                         f"the run's other seconds are set-up and tear-down", window, server_cores)
+    verdict = host_frame_verdict(rows, client_workers, server_cores, engine_in_client)
+    verdict["cpu"].update(window)
+    return verdict
+
+
+def _no_split(reason: str, window: dict[str, Any], server_cores: int | None) -> dict[str, Any]:
+    medians = dict.fromkeys(("client_cpu_pct_median", "server_cpu_pct_median",
+                             "client_plus_server_cpu_pct_median", "client_plus_server_over_busy_pct_median"))
+    cpu = {**medians, "cores": os.cpu_count() or 1, "server_cores": server_cores,
+           "client_and_server_share_cores": True, **window}
+    return {"client_bound": None, "client_bound_reason": reason, "cpu": cpu}
 
 
 def cpu_sum_error(cpu: dict[str, Any], tolerance_pct: float = BOX_TOLERANCE_PCT) -> str | None:

@@ -4,12 +4,18 @@ Every study point goes through ``run_recorded`` so every run directory carries t
 evidence: server descriptions and tuning ledgers, host facts, harness ceiling, client/server
 CPU, the client-bound verdict and the per-second sampler series (``samplers.parquet``). A run
 whose client + server CPU exceeds what the box has is recorded as failed.
+
+The CPU figures cover the load's measured window only (``samplers.classify.measured_rows``):
+the harness's ``run_load`` says when its measured phases ran, and a tool run's window is its
+commands' time line (``tool_window``). ``samplers.parquet`` keeps every second of the run, and
+the manifest's ``cpu.window_t_s`` places the window on its ``t`` axis.
 """
 
 from __future__ import annotations
 
 import io
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,10 +23,11 @@ from typing import Any
 from pglimits_core.load import RunSpec, run_load
 from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.record.manifest import new_manifest
+from pglimits_core.record.results import measured_window
 from pglimits_core.record.rundir import RunDirectory, atomic_write_bytes, new_run_id
 from pglimits_core.record.summary import Summary
 from pglimits_core.samplers import HostSampler, SamplerSet
-from pglimits_core.samplers.classify import cpu_sum_error, host_frame_verdict
+from pglimits_core.samplers.classify import cpu_sum_error, host_frame_verdict, window_verdict
 from pglimits_core.servers.base import Endpoint
 from pglimits_core.servers.registry import server_class
 from pglimits_core.studies.timing import stopwatch
@@ -100,7 +107,7 @@ def run_recorded(ctx: Context, study: str, system: str, variant: str, server: st
         extra = after(result) if after else {}
         summary = run_dir.write_result(result)
         workers = sum(role.workers for role in spec.roles)
-        verdict = cpu_verdict(server, frame, workers)
+        verdict = cpu_verdict(server, frame, workers, on_sampler_clock(result.window_monotonic_s, samplers))
         update = {**verdict, "params": {**run_dir.manifest.params, "outcome": extra}}
         run_dir.manifest = run_dir.manifest.model_copy(update=update)
         _write_samplers(run_dir.path, frame)
@@ -129,20 +136,22 @@ def run_tool_recorded(ctx: Context, study: str, system: str, variant: str, serve
     with RunDirectory.create(manifest, ctx.runs_root) as run_dir, \
             tempfile.TemporaryDirectory(prefix=f"{load.tool}-") as scratch:
         process = ToolProcess(Path(scratch))
+        spans = time_commands(process)
         with SamplerSet(samplers_for(server, ctx.endpoints[server], tables, process.pids)) as samplers, \
                 stopwatch() as loaded:
             result = load.run(process)
         extra = after(result) if after else {}
-        recorded = _finish_tool_run(run_dir, server, samplers.dataframe(), result, extra, load.client_cores)
+        window = on_sampler_clock(tool_window(result.phases, spans), samplers)
+        recorded = _finish_tool_run(run_dir, server, samplers.dataframe(), result, extra, load.client_cores, window)
         recorded.load_s = loaded["s"]
         return recorded
 
 
 def _finish_tool_run(run_dir: RunDirectory, server: str, frame: Any, result: Any, extra: dict[str, Any],
-                     client_cores: int) -> RecordedRun:
+                     client_cores: int, window_t_s: tuple[float, float] | None) -> RecordedRun:
     """Summary, verdict, samplers and status of a tool run; ``extra`` may fail it (``error``)."""
     summary = run_dir.write_result(result)
-    verdict = unseen_client(cpu_verdict(server, frame, client_cores))
+    verdict = unseen_client(cpu_verdict(server, frame, client_cores, window_t_s))
     update = {**verdict, "params": {**run_dir.manifest.params, "outcome": extra}}
     run_dir.manifest = run_dir.manifest.model_copy(update=update)
     _write_samplers(run_dir.path, frame)
@@ -159,18 +168,67 @@ UNSEEN_CLIENT = ("cannot tell: the tool's commands ended between the sampler's o
 
 def unseen_client(verdict: dict[str, Any]) -> dict[str, Any]:
     """A tool whose every command ran shorter than the sampler's interval shows 0 % client CPU:
-    that is not a measurement, so no client-bound verdict is drawn from it."""
-    if verdict.get("cpu", {}).get("client_cpu_pct_median"):
+    that is not a measurement, so no client-bound verdict is drawn from it. A run without a
+    server median (no samples, a window too short) keeps the reason that says why."""
+    cpu = verdict.get("cpu", {})
+    if cpu.get("client_cpu_pct_median") or cpu.get("server_cpu_pct_median") is None:
         return verdict
     return {**verdict, "client_bound": None, "client_bound_reason": UNSEEN_CLIENT}
 
 
-def cpu_verdict(server: str, frame: Any, workers: int) -> dict[str, Any]:
+#: ``cpu_verdict``'s default: the caller's frame is its measured window already (a study that
+#: cuts its own windows, e.g. interference), so every row counts
+FRAME_IS_WINDOW: Any = object()
+
+
+def cpu_verdict(server: str, frame: Any, workers: int, window_t_s: Any = FRAME_IS_WINDOW) -> dict[str, Any]:
     """``host_frame_verdict`` with the server kind's own CPU facts (its core ceiling, whether
-    its engine runs inside the client), read from its registered server class."""
+    its engine runs inside the client), read from its registered server class, over the rows
+    of the measured window ``window_t_s`` (``window_verdict``; None: the window is not known)."""
     kind = server_class(server)
-    return host_frame_verdict(frame, workers, server_cores=kind.cpu_ceiling_cores,
-                              engine_in_client=kind.engine_in_client)
+    facts = {"server_cores": kind.cpu_ceiling_cores, "engine_in_client": kind.engine_in_client}
+    if window_t_s is FRAME_IS_WINDOW:
+        return host_frame_verdict(frame, workers, **facts)
+    return window_verdict(frame, window_t_s, workers, **facts)
+
+
+def on_sampler_clock(window_monotonic_s: tuple[float, float] | None, samplers: SamplerSet) -> tuple[float, float] | None:
+    """A window on the ``time.monotonic()`` clock as seconds on the samplers' ``t`` axis (since
+    the set started); None when either is unknown."""
+    origins = [t.start_time for t in samplers.threads if t.start_time is not None]
+    if window_monotonic_s is None or not origins:
+        return None
+    return window_monotonic_s[0] - min(origins), window_monotonic_s[1] - min(origins)
+
+
+def time_commands(process: Any) -> list[tuple[float, float]]:
+    """Wraps ``process.run`` so each command's [start, end] (``time.monotonic()``) is noted in
+    the list returned, in the order they ran: a tool's result has no clock of its own."""
+    spans: list[tuple[float, float]] = []
+    run = process.run
+
+    def timed(command: Any) -> Any:
+        began = time.monotonic()
+        try:
+            return run(command)
+        finally:
+            spans.append((began, time.monotonic()))
+
+    process.run = timed
+    return spans
+
+
+def tool_window(phases: list[Any], spans: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """The measured window of a tool run: its phases (warm-up first) from the first command's
+    start, cut where the load commands ended. A command that starts after the phases' time is
+    up is not load (vegeta's ``encode`` of the results); pgbench's connection time before its
+    first transaction shifts its phases later, so the window errs inside the load."""
+    if not spans:
+        return None
+    begin = spans[0][0]
+    time_up = begin + sum(phase.duration_s for phase in phases)
+    ended = max((end for start, end in spans if start < time_up), default=spans[0][1])
+    return measured_window(phases, begin, ended)
 
 
 def with_cpu_check(status: str, error: str | None, cpu: dict[str, Any]) -> tuple[str, str | None]:

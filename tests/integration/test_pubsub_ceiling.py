@@ -22,7 +22,7 @@ from tests.conftest import TEST_ROOT, server_processes
 
 pytestmark = pytest.mark.integration
 
-KNOBS = {"publishers": 2, "listeners": 1, "duration_s": 1, "warmup_s": 1, "requests": 20_000, "payload_bytes": 64}
+KNOBS = {"publishers": 2, "listeners": 1, "duration_s": 2, "warmup_s": 1, "requests": 100_000, "payload_bytes": 64}
 
 
 @pytest.fixture(scope="module")

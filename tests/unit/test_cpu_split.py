@@ -123,7 +123,8 @@ def test_a_recorded_run_with_impossible_cpu_is_written_as_failed(tmp_path, monke
     monkeypatch.setattr(runner, "samplers_for", lambda *args: [ImpossibleHost()])
     ctx = runner.Context({"postgres": Endpoint("postgres", "postgresql://unused")}, {}, {},
                          runs_root=tmp_path / "runs")
-    spec = RunSpec(phases=[Phase("measure", 0.3)], seed=1, start_method="fork",
+    # 2.2 s: the CPU figures come from whole sampler seconds inside the measured window only
+    spec = RunSpec(phases=[Phase("measure", 2.2)], seed=1, start_method="fork",
                    roles=[Role("a", PidNote(tmp_path), workers=1, loop=IDLE)])
     recorded = runner.run_recorded(ctx, "unit", "fake", "v", "postgres", spec, params={})
     manifest = json.loads((recorded.path / "manifest.json").read_text())
@@ -131,3 +132,6 @@ def test_a_recorded_run_with_impossible_cpu_is_written_as_failed(tmp_path, monke
     assert recorded.error == manifest["error"]
     assert "sampler check failed" in manifest["error"] and "320%" in manifest["error"]
     assert manifest["cpu"]["client_plus_server_cpu_pct_median"] == pytest.approx(320.0)
+    start, end = manifest["cpu"]["window_t_s"]
+    assert 0 < start < end and end - start == pytest.approx(2.2, abs=0.01)
+    assert manifest["cpu"]["window_seconds"] >= 1

@@ -306,6 +306,9 @@ def test_the_ceiling_runs_after_the_sweep_on_hnsw_variants_only():
     for bad in (["pgvector exact"], ["pgvector ivfflat"]):
         with pytest.raises(PGLimitsError, match="ceiling.variants"):
             plan(section.model_copy(update={"ceiling": section.ceiling.model_copy(update={"variants": bad})}), profile)
+    lonely = section.ceiling.model_copy(update={"ef": [64]})  # no harness row at ef 64 to stand beside
+    with pytest.raises(PGLimitsError, match="ceiling.ef has 64"):
+        plan(section.model_copy(update={"ceiling": lonely}), profile)
 
 
 def test_the_ceiling_tools_send_the_harness_query():

@@ -3,7 +3,9 @@
 Resources (issue: "server and client CPU, RSS, disk bytes written per message, at a fixed
 common rate") come from the open-loop latency runs, where every system was offered the same
 rate. Queue health (dead tuples, table size, autovacuum) comes from the Postgres samplers.
-Sampler rows span the whole run (warmup included): they describe load, not a measured window.
+Resources are per message, so they come from the measured window's sampler rows
+(``analysis.runs.measured_samplers``; a record without the window's bounds: every row). Queue
+health reads every row: the whole run, warm-up included, is its time line.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pglimits_core.analysis.runs import by_role, measured
+from pglimits_core.analysis.runs import by_role, measured, measured_samplers
 from pglimits_core.workloads.queue.durability_tables import sort_by_class
 
 SAMPLERS_FILE = "samplers.parquet"
@@ -76,7 +78,7 @@ def resources_table(frame: pd.DataFrame) -> pd.DataFrame:
     largest single server process, because summing Postgres backends counts shared_buffers
     once per backend (see samplers.host). Busy waits are summed over the load workers."""
     runs = _latency_runs(frame)
-    rows = [resources_row(run, sampler_frame(run.path)) for run in runs.itertuples()]
+    rows = [resources_row(run, measured_samplers(run.path)) for run in runs.itertuples()]
     return sort_by_class(pd.DataFrame(rows), ["offered_per_s", "variant"]) if rows else pd.DataFrame()
 
 

@@ -86,6 +86,11 @@ def _checked_ceiling(section: Any) -> Any:
     if ceiling is None:
         return None
     check_ef(ceiling.ef)
+    # the C tool's row is read beside the harness at the same ef: an ef the sweep lacks has no partner
+    alone = [ef for ef in ceiling.ef if ef not in section.ef]
+    if alone:
+        raise PGLimitsError(f"vectors.ceiling.ef has {alone[0]}, which the sweep's ef does not measure",
+                            f"use some of the sweep's ef: {', '.join(map(str, section.ef))}")
     unknown = [label for label in ceiling.variants if label not in VARIANTS or label not in section.variants]
     if unknown:
         raise PGLimitsError(f"vectors.ceiling.variants names {unknown[0]!r}, not a variant of this profile",
