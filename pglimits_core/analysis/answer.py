@@ -17,12 +17,16 @@ from pathlib import Path
 import pandas as pd
 
 from pglimits_core.analysis.decision import committed_cells, matrix_table
+from pglimits_core.analysis.seed_scoreboard import committed_comparison, count_sentence
 from pglimits_core.config import StudyPaths
 from pglimits_core.record.export import committed_hosts
 
 START, END = "<!-- answer:start -->", "<!-- answer:end -->"
 MATRIX_LINK = "data/results/decision-matrix.md"
 SCOREBOARD_LINK = "figures/decision-scoreboard.png"
+SEED_LINK = "figures/seed-scoreboard.png"
+SEED_ALT = ("each headline claim of the source studies beside our ratio, coloured agree / same direction, "
+            "different size / differ / not decided here")
 # matrix column -> the brief table's heading
 BRIEF = {"scale": "where", "target": "target", "verdict": "verdict", "postgres_figure": "Postgres",
          "dedicated_figure": "dedicated", "server_cpu": "server µs/op (Postgres / dedicated)", "margin": "margin",
@@ -45,11 +49,16 @@ def _named(designs: pd.Series, figures: pd.Series) -> list[str]:
     return [figure if design == "—" else f"{design}: {figure}" for design, figure in zip(designs, figures, strict=True)]
 
 
-def answer_markdown(table: pd.DataFrame) -> str:
-    """Per workload (in study order) the machine and its brief table, then the link to all."""
+def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None) -> str:
+    """The two scoreboards (the decision matrix; the source studies' claims, ``seeds`` being the
+    rows of the seed comparison, with a line counting them), then per workload (in study order)
+    the machine and its brief table, then the link to all."""
     if table.empty:
         return "No workload has committed records yet: run `make study PROFILE=full`, then `make results`."
-    parts = [f"![every cell of the decision matrix, coloured by its verdict]({SCOREBOARD_LINK})", ""]
+    parts = [f"![every cell of the decision matrix, coloured by its verdict]({SCOREBOARD_LINK})"]
+    if seeds is not None and not seeds.empty:  # the figure is written only then (``seed_scoreboard``)
+        parts += [f"![{SEED_ALT}]({SEED_LINK})", count_sentence(seeds)]
+    parts.append("")
     for (workload, machine), cells in table.groupby(["workload", "machine"], sort=False):
         parts += [f"**{workload}** (measured on `{machine}`)", "", brief_table(cells).to_markdown(index=False), ""]
     parts.append(f"Every cell with both sides' spreads, server CPU per operation and the table behind it: "
@@ -89,5 +98,6 @@ def _commit(git: dict) -> str:
 def answer_block(profile: str) -> str:
     """The block between the markers, from the committed records of ``profile``."""
     runs = {host: StudyPaths.committed(profile, host).runs for host in committed_hosts(profile)}
-    parts = [START, provenance_line(runs), "", answer_markdown(matrix_table(committed_cells(profile))), END]
+    seeds, _ = committed_comparison(profile)
+    parts = [START, provenance_line(runs), "", answer_markdown(matrix_table(committed_cells(profile)), seeds), END]
     return "\n".join(part for part in parts if part is not None)

@@ -12,6 +12,7 @@ decision matrix in ``data/results/``.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from pathlib import Path
 
 from pglimits_core.analysis.outputs import build_outputs
@@ -28,15 +29,41 @@ TIME_START, TIME_END = "<!-- time:start -->", "<!-- time:end -->"
 RESULTS_LINK_PREFIX = "../"
 
 
-def hardware_line(records: list[dict]) -> str:
+def hardware_line(records: list[dict], closing: dict | None = None) -> str:
+    """The box in one line, from the newest record; ``closing``: the host facts its study measured
+    again as it ended (``runner.closing_host_facts``'s ``end``), when its outcome file has them."""
     manifest = max((r["manifest"] for r in records), key=lambda m: m["run_id"])
     host = manifest.get("host", {})
     fsync, git = host.get("fsync_8k", {}), manifest.get("git", {})
     # a run from a modified tree says so: the sha alone would claim code it did not run
     dirty = " with uncommitted changes" if git.get("dirty") else ""
     return (f"{host.get('cpu_model', '?')}, {host.get('logical_cores', '?')} vCPU shared by clients and "
-            f"servers, {host.get('ram_total_bytes', 0) / 2**30:.0f} GiB RAM, fsync of 8 kB median "
-            f"{fsync.get('median_us', float('nan')):.0f} µs; git {str(git.get('sha'))[:10]}{dirty}")
+            f"servers, {host.get('ram_total_bytes', 0) / 2**30:.0f} GiB RAM, fsync of 8 kB "
+            f"{fsync_words(fsync, (closing or {}).get('fsync_8k'))}; git {str(git.get('sha'))[:10]}{dirty}")
+
+
+#: two measurements of one host fact further apart than this factor are both shown: the box was
+#: disturbed during one of them, and either alone would be quoted as the box's
+HOST_FACT_SPREAD = 2.0
+
+
+def fsync_words(first: dict, again: dict | None = None) -> str:
+    """``median X µs (measured at HH:MM UTC)``; with a second measurement (the study's end) more
+    than ``HOST_FACT_SPREAD`` times apart, both. A record without a time stamp: ``median X µs``."""
+    words = f"median {first.get('median_us', float('nan')):.0f} µs{_measured_at(first)}"
+    if not again or again.get("median_us") is None or not first.get("median_us"):
+        return words
+    ratio = again["median_us"] / first["median_us"]
+    if max(ratio, 1 / ratio if ratio else float("inf")) <= HOST_FACT_SPREAD:
+        return words
+    return f"{words}, {again['median_us']:.0f} µs{_measured_at(again)} (the two differ more than {HOST_FACT_SPREAD:.0f}×)"
+
+
+def _measured_at(fact: dict) -> str:
+    stamp = fact.get("measured_at")
+    if not stamp:
+        return ""
+    return f" (measured at {dt.datetime.fromisoformat(stamp).astimezone(dt.UTC):%H:%M} UTC)"
 
 
 def results_block(profile: str, host: str | None = None, write: bool = True,
@@ -68,10 +95,19 @@ def workload_lines(workload, profile: str, paths: StudyPaths, write: bool = True
         return []
     results = repo_relative(paths.tables.parent)
     links = f"Full tables: `{results}/tables/`; report: `{results}/report.html`."
+    hardware = hardware_line(outputs.records, closing_facts(paths.runs, workload.name))
     lines = [f"### {workload.title} results (profile `{profile}`, machine `{paths.runs.parent.parent.name}`, "
-             "generated from its run records)", "", f"Hardware: {hardware_line(outputs.records)}.", ""]
+             "generated from its run records)", "", f"Hardware: {hardware}.", ""]
     lines += workload.readme_lines(outputs.tables, links)
     return lines + [f"![{name}]({link_prefix}{repo_relative(paths.figures)}/{name}.png)" for name in outputs.figures]
+
+
+def closing_facts(runs: Path, study: str) -> dict | None:
+    """The host facts a study measured as it ended (its outcome file's ``host_facts.end``);
+    None for a study whose outcome file predates them."""
+    from pglimits_core.studies.study import read_outcome
+
+    return ((read_outcome(runs, study) or {}).get("host_facts") or {}).get("end")
 
 
 def update_readme(block: str, readme: Path = RESULTS_DOC, start: str = START, end: str = END) -> None:
@@ -100,6 +136,7 @@ def update_all(profile: str, host: str | None = None) -> None:
     from pglimits_core.analysis import answer
     from pglimits_core.analysis.decision import committed_cells, matrix_table, write_matrix
     from pglimits_core.analysis.scoreboard import write_scoreboard
+    from pglimits_core.analysis.seed_scoreboard import write_committed as write_seed_scoreboard
     from pglimits_core.config import figures_dir, results_dir
 
     update_readme(results_block(profile, host))
@@ -107,6 +144,7 @@ def update_all(profile: str, host: str | None = None) -> None:
     write_matrix(matrix, results_dir())
     machines = ", ".join(sorted(set(matrix.machine))) if not matrix.empty else ""
     write_scoreboard(matrix, figures_dir(), stamp=f"profile {profile}; records from {machines}")
+    write_seed_scoreboard(profile, figures_dir(), host)
     update_readme(answer.answer_block(profile), PROJECT_ROOT / "README.md", answer.START, answer.END)
     update_readme(time_block(profile, host), USAGE_DOC, TIME_START, TIME_END)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.samplers.classify import measured_rows
+from pglimits_core.samplers.classify import FOREIGN_CPU_PCT, measured_rows
 
 
 def entry_rows(records: list[dict[str, Any]],
@@ -29,8 +29,8 @@ def entry_rows(records: list[dict[str, Any]],
 
 
 #: another process's CPU in a run's window (median, % of one core) above which the run is flagged:
-#: client and server share 2 cores, and a busy neighbour takes from both
-OTHER_CPU_FLAG_PCT = 20.0
+#: client and server share 2 cores, and a busy neighbour takes from both (the verdict's threshold)
+OTHER_CPU_FLAG_PCT = FOREIGN_CPU_PCT
 
 
 def busy_neighbour(value) -> bool:
@@ -56,10 +56,12 @@ SATURATED_SHARE = 0.85
 
 def box_saturated(runs: pd.DataFrame) -> bool | None:
     """Whether the runs' median client + server CPU reached ``SATURATED_SHARE`` of the box
-    (None: the CPU split or the core count was not recorded)."""
+    (None: the CPU split or the core count was not recorded). The harness process counts with the
+    client where recorded (load generation on the client's side; older records lack it)."""
     if not {"client_cpu_pct", "server_cpu_pct", "cores"} <= set(runs.columns):
         return None
-    both, cores = (runs.client_cpu_pct + runs.server_cpu_pct).dropna(), runs.cores.dropna()
+    harness = pd.to_numeric(runs.get("harness_cpu_pct", pd.Series(0.0, index=runs.index)), errors="coerce")
+    both, cores = (runs.client_cpu_pct + runs.server_cpu_pct + harness.fillna(0.0)).dropna(), runs.cores.dropna()
     if both.empty or cores.empty:
         return None
     return bool(both.median() >= SATURATED_SHARE * 100 * float(cores.median()))
@@ -88,8 +90,7 @@ NOT_KNOBS = ("experiment", "variant", "outcome", "spec", "options", "slo")
 
 def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """What every run record has, plus each scalar knob of its point (consumers, rate, clients...)."""
-    params = manifest.get("params", {})
-    over_busy = (manifest.get("cpu") or {}).get("client_plus_server_over_busy_pct_median")
+    params, cpu = manifest.get("params", {}), manifest.get("cpu") or {}
     knobs = {key: value for key, value in params.items()
              if key not in NOT_KNOBS and (value is None or isinstance(value, (int, float, str, bool)))}
     return {"run_id": manifest["run_id"], "system": manifest["system"], "status": manifest["status"],
@@ -97,12 +98,20 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             "variant": params.get("variant"), **knobs,
             "client_bound": manifest.get("client_bound"),
             "client_bound_reason": manifest.get("client_bound_reason"),
-            "client_cpu_pct": manifest.get("cpu", {}).get("client_cpu_pct_median"),
-            "server_cpu_pct": manifest.get("cpu", {}).get("server_cpu_pct_median"),
-            # CPU taken in the same seconds by processes neither client nor server (% of one core)
-            "other_cpu_pct": None if over_busy is None else max(0.0, -over_busy),
-            "cores": (manifest.get("cpu") or {}).get("cores"),
+            "client_cpu_pct": cpu.get("client_cpu_pct_median"),
+            "server_cpu_pct": cpu.get("server_cpu_pct_median"),
+            "harness_cpu_pct": cpu.get("harness_cpu_pct_median"),  # None in records before it was sampled
+            "other_cpu_pct": other_cpu_pct(cpu), "cores": cpu.get("cores"),
             "slo": params.get("slo"), "path": str(path)}
+
+
+def other_cpu_pct(cpu: dict[str, Any]) -> float | None:
+    """CPU taken in the same seconds by processes neither client, server nor the study's own
+    (median, % of one core); a record without the harness series counts the harness in it."""
+    other = cpu.get("other_cpu_pct_median")
+    if other is None and (over_busy := cpu.get("client_plus_server_over_busy_pct_median")) is not None:
+        other = -over_busy
+    return None if other is None else max(0.0, other)
 
 
 SAMPLERS_FILE = "samplers.parquet"

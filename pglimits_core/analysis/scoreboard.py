@@ -71,12 +71,18 @@ def draw(table: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def write_scoreboard(table: pd.DataFrame, directory: Path, stamp: str | None = None) -> list[Path]:
-    """``decision-scoreboard.png``/``.svg`` in ``directory`` (nothing when the matrix is empty)."""
+def write_drawn(table: pd.DataFrame, drawer, name: str, directory: Path, stamp: str | None) -> list[Path]:
+    """``drawer(table)`` saved as ``name``.png/.svg in ``directory`` (nothing for an empty table),
+    the figure closed whatever happens."""
     if table.empty:
         return []
-    fig = draw(table)
+    fig = drawer(table)
     try:
-        return save_figure(fig, NAME, directory, stamp)
+        return save_figure(fig, name, directory, stamp)
     finally:
         plt.close(fig)
+
+
+def write_scoreboard(table: pd.DataFrame, directory: Path, stamp: str | None = None) -> list[Path]:
+    """``decision-scoreboard.png``/``.svg`` in ``directory`` (nothing when the matrix is empty)."""
+    return write_drawn(table, draw, NAME, directory, stamp)

@@ -84,9 +84,15 @@ def _git(*args: str) -> str | None:
     return done.stdout.strip()
 
 
+# A study writes its tables and figures into these tracked folders of its own checkout while it runs;
+# they are outputs, not the code that measured, so they do not make a later run's record "dirty".
+GENERATED_PATHS = ("data/results", "figures")
+
+
 def git_info() -> GitInfo:
-    """HEAD sha (None before the first commit) and whether the tree has uncommitted changes."""
-    status = _git("status", "--porcelain")
+    """HEAD sha (None before the first commit) and whether the code has uncommitted changes
+    (the study's own generated outputs, ``GENERATED_PATHS``, do not count)."""
+    status = _git("status", "--porcelain", "--", ".", *(f":(exclude){p}" for p in GENERATED_PATHS))
     return GitInfo(sha=_git("rev-parse", "HEAD"), dirty=None if status is None else bool(status))
 
 

@@ -15,10 +15,18 @@ The rules, in order:
    and the client takes ≥ ``CLIENT_MAJORITY`` of that: the server has headroom it cannot get
    because the harness holds the CPU.
 
-4. **Shared box saturated by someone else** — client + server leave CPU idle, but the machine as
-   a whole was busy (``machine_cpu_pct``: another process, a "busy neighbour", took the rest):
-   no verdict (None), and the reason names the neighbour's share — calling that "idle CPU" would
-   hide that the run competed for the cores.
+4. **Shared box saturated from outside** — client + server leave CPU idle, but the machine as
+   a whole was busy (``machine_cpu_pct``): no verdict (None), and the reason names the CPU
+   outside client and server — calling that "idle CPU" would hide that the run competed for
+   the cores. Whose it was the sampler cannot say (a busy neighbour, kernel threads, processes
+   too short-lived to be seen), so the reason does not claim one.
+
+The **harness** (the study's own process: driver, collector, prefill, samplers; ``harness_cpu_pct``)
+is load generation on the client's side: rules 3 and 4 count it with the client, so a box that
+client + harness + server saturate is the study's own doing. When it is measured, CPU outside
+all three of at most ``FOREIGN_CPU_PCT`` of a core on a saturated box is the study's too (kernel
+work for its sockets and disk, sampling jitter); above that, rule 4 holds. A caller without a
+harness series gets rules 3 and 4 as before (client and server only).
 
 Anything else is not client-bound (latency-, lock- or I/O-bound, or the offered rate is below
 capacity) and the reason says which figures led there. An embedded engine (SQLite) runs inside
@@ -51,6 +59,10 @@ SATURATION = 0.85
 #: on a saturated shared box, the client is the limit when it holds at least half the busy CPU:
 #: then removing harness cost would give the server more CPU than it is using now
 CLIENT_MAJORITY = 0.5
+#: CPU outside client, harness and server (median, % of one core) above which a run shared its
+#: box with something else: 2 cores are shared, and a fifth of one moves a CPU-bound figure
+#: (``analysis.runs.OTHER_CPU_FLAG_PCT`` flags a run's table row by the same figure)
+FOREIGN_CPU_PCT = 20.0
 
 
 def steady_median(series: Iterable[float | None]) -> float | None:
@@ -66,6 +78,7 @@ def classify_client_bound(
     client_cores: float | None = None,
     server_cores: float | None = None,
     machine_cpu_pct_series: Iterable[float | None] | None = None,
+    harness_cpu_pct_series: Iterable[float | None] | None = None,
 ) -> tuple[bool | None, str]:
     """``(client_bound, reason)`` for one measured phase.
 
@@ -73,35 +86,55 @@ def classify_client_bound(
     ``cores``; pass ``min(workers, cores)`` for single-threaded workers). ``server_cores``: the
     server's ceiling (default ``cores``; 1 for Redis). ``machine_cpu_pct_series``: the whole
     machine's busy CPU in the same seconds (% of one core), when sampled.
+    ``harness_cpu_pct_series``: the study's own process in the same seconds, when sampled.
     """
     client, server = steady_median(client_cpu_pct_series), steady_median(server_cpu_pct_series)
-    machine = steady_median(machine_cpu_pct_series or [])
+    machine, harness = steady_median(machine_cpu_pct_series or []), steady_median(harness_cpu_pct_series or [])
     if client is None or server is None:
         return False, "no CPU samples for client or server: cannot tell"
     client_ceiling = 100.0 * min(client_cores or cores, cores)
     server_ceiling = 100.0 * min(server_cores or cores, cores)
     figures = (
         f"client {client:.0f}% of {client_ceiling:.0f}%, "
-        f"server {server:.0f}% of {server_ceiling:.0f}% (median, % of one core)"
+        + ("" if harness is None else f"harness process {harness:.0f}%, ")
+        + f"server {server:.0f}% of {server_ceiling:.0f}% (median, % of one core)"
     )
     if server >= SATURATION * server_ceiling:
         return False, f"server-bound: server saturated; {figures}"
     if client >= SATURATION * client_ceiling:
         return True, f"client-bound: workers saturated while the server has headroom; {figures}"
-    return _shared_box_verdict(client, server, cores, figures, machine)
+    return _shared_box_verdict(client, server, cores, figures, machine, harness)
 
 
 def _shared_box_verdict(client: float, server: float, cores: int, figures: str,
-                        machine: float | None = None) -> tuple[bool | None, str]:
-    busy, capacity = client + server, SATURATION * 100.0 * cores
-    if busy < capacity and machine is not None and machine >= capacity:
-        return None, (f"cannot tell: the box was saturated, {machine - busy:.0f}% of one core by processes "
-                      f"that are neither client nor server (a busy neighbour); {figures}")
-    if busy < capacity:
+                        machine: float | None = None, harness: float | None = None) -> tuple[bool | None, str]:
+    load = client + (harness or 0.0)  # the harness generates load on the client's side
+    busy, capacity = load + server, SATURATION * 100.0 * cores
+    outside = None if machine is None else machine - busy
+    saturated = busy >= capacity or _saturated_by_the_study(harness, machine, outside, capacity)
+    if not saturated and machine is not None and machine >= capacity:
+        return None, f"cannot tell: the box was saturated; {_outside_words(outside, harness)}; {figures}"
+    if not saturated:
         return False, f"not CPU-bound: the box has idle CPU; {figures}"
-    if client >= CLIENT_MAJORITY * busy:
+    if load >= CLIENT_MAJORITY * busy:
         return True, f"client-bound: box saturated and the client holds most of it; {figures}"
     return False, f"box saturated mostly by the server; {figures}"
+
+
+def _saturated_by_the_study(harness: float | None, machine: float | None, outside: float | None,
+                            capacity: float) -> bool:
+    """A busy machine with no more than ``FOREIGN_CPU_PCT`` outside client, harness and server:
+    only when the harness was measured (without it, its share is part of what is outside)."""
+    return harness is not None and machine is not None and machine >= capacity and outside <= FOREIGN_CPU_PCT
+
+
+def _outside_words(outside: float, harness: float | None) -> str:
+    """The CPU outside the study's processes, without naming whose it was (the sampler cannot)."""
+    if harness is None:
+        return (f"CPU outside client and server: {outside:.0f}% of one core (the harness process, a busy "
+                "neighbour, or processes too short-lived for the sampler)")
+    return (f"CPU outside client (workers and harness) and server: {outside:.0f}% of one core (a busy "
+            "neighbour, kernel threads, or processes too short-lived for the sampler)")
 
 
 #: sampling jitter allowed above the box's capacity before a CPU sum is called impossible: the
@@ -121,27 +154,43 @@ def host_frame_verdict(frame: Any, client_workers: int, server_cores: int | None
     is None with a "not applicable" reason; the CPU medians are still reported.
 
     Returns the manifest fields ``client_bound``, ``client_bound_reason`` and ``cpu`` (% of
-    one core; client and server always share the cores on one box; ``cpu_sum_error`` reads it)."""
+    one core; client and server always share the cores on one box; ``cpu_sum_error`` reads it).
+    ``cpu`` has ``harness_cpu_pct_median`` (the study's own process) and ``other_cpu_pct_median``
+    (the machine's busy CPU less client, server and harness, per second) when the rows have
+    the harness series; None in both otherwise (and in records written before it was sampled)."""
     if frame is None or "client_cpu_pct" not in getattr(frame, "columns", []):
         return {"client_bound": None, "client_bound_reason": "no host samples", "cpu": {}}
-    client = list(frame["client_cpu_pct"].dropna())
-    server = list(frame["server_cpu_pct"].dropna())
-    both = frame["client_cpu_pct"] + frame["server_cpu_pct"]
     cores = os.cpu_count() or 1
-    # the whole machine's busy CPU in the same seconds bounds what the two sides can have used
+    # the whole machine's busy CPU in the same seconds bounds what the sides can have used
     busy = frame["system_cpu_pct"] * cores if "system_cpu_pct" in frame.columns else None
-    cpu = {"client_cpu_pct_median": steady_median(client), "server_cpu_pct_median": steady_median(server),
-           "client_plus_server_cpu_pct_median": steady_median(list(both.dropna())),
-           "client_plus_server_over_busy_pct_median":
-               None if busy is None else steady_median(list((both - busy).dropna())), "cores": cores,
-           "server_cores": server_cores, "client_and_server_share_cores": True}
+    harness = frame["harness_cpu_pct"] if "harness_cpu_pct" in frame.columns else None
+    cpu = {**cpu_medians(frame, busy, harness), "cores": cores, "server_cores": server_cores,
+           "client_and_server_share_cores": True}
     if engine_in_client:
         return {"client_bound": None, "client_bound_reason": NOT_APPLICABLE_IN_CLIENT, "cpu": cpu}
-    bound, reason = classify_client_bound(client, server, cores=cores,
-                                          client_cores=min(client_workers, cores),
-                                          server_cores=server_cores,
-                                          machine_cpu_pct_series=None if busy is None else list(busy.dropna()))
+    bound, reason = classify_client_bound(_finite(frame["client_cpu_pct"]), _finite(frame["server_cpu_pct"]),
+                                          cores=cores, client_cores=min(client_workers, cores),
+                                          server_cores=server_cores, machine_cpu_pct_series=_finite(busy),
+                                          harness_cpu_pct_series=_finite(harness))
     return {"client_bound": bound, "client_bound_reason": reason, "cpu": cpu}
+
+
+def cpu_medians(frame: Any, busy: Any, harness: Any) -> dict[str, float | None]:
+    """The medians of the manifest's ``cpu`` dict (see ``host_frame_verdict``)."""
+    both = frame["client_cpu_pct"] + frame["server_cpu_pct"]
+    with_harness = None if harness is None else both + harness.astype(float)
+    return {"client_cpu_pct_median": steady_median(_finite(frame["client_cpu_pct"])),
+            "server_cpu_pct_median": steady_median(_finite(frame["server_cpu_pct"])),
+            "harness_cpu_pct_median": steady_median(_finite(harness)),
+            "client_plus_server_cpu_pct_median": steady_median(_finite(both)),
+            "client_plus_server_over_busy_pct_median": None if busy is None else steady_median(_finite(both - busy)),
+            "other_cpu_pct_median":
+                None if busy is None or with_harness is None else steady_median(_finite(busy - with_harness))}
+
+
+def _finite(column: Any) -> list[float]:
+    """A frame column's values without the missing ones (none for no column)."""
+    return [] if column is None else list(column.astype(float).dropna())
 
 
 #: a row measures the interval since its sampler's previous row; that interval may reach this far
@@ -199,8 +248,9 @@ def window_verdict(frame: Any, window_t_s: tuple[float, float] | None, client_wo
 
 
 def _no_split(reason: str, window: dict[str, Any], server_cores: int | None) -> dict[str, Any]:
-    medians = dict.fromkeys(("client_cpu_pct_median", "server_cpu_pct_median",
-                             "client_plus_server_cpu_pct_median", "client_plus_server_over_busy_pct_median"))
+    medians = dict.fromkeys(("client_cpu_pct_median", "server_cpu_pct_median", "harness_cpu_pct_median",
+                             "client_plus_server_cpu_pct_median", "client_plus_server_over_busy_pct_median",
+                             "other_cpu_pct_median"))
     cpu = {**medians, "cores": os.cpu_count() or 1, "server_cores": server_cores,
            "client_and_server_share_cores": True, **window}
     return {"client_bound": None, "client_bound_reason": reason, "cpu": cpu}

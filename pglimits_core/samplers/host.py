@@ -1,7 +1,9 @@
 """Per-second host figures: client vs server CPU, server memory, disk writes.
 
 On a 2-core box the load generator competes with the server, so every run records both sides
-separately (MEASURING.md). CPU figures are in **% of one core** (200 = two cores busy), so a
+separately (MEASURING.md), and the study's own process (the harness: the parent of the workers,
+running the driver, the collector, a prefill and these samplers' threads) as a third series:
+left uncounted, its CPU reads as "another process" on the box. CPU figures are in **% of one core** (200 = two cores busy), so a
 sum over processes means what it says; ``system_cpu_pct`` alone is in % of all cores (0–100).
 
 Reading the OS goes through a small ``ProcessReader`` (psutil by default) so the arithmetic is
@@ -11,6 +13,7 @@ manifest) live in ``host_facts`` and are re-exported here.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -30,6 +33,11 @@ __all__ = [
 ]
 
 PidSource = Callable[[], Iterable[int]]
+
+
+def study_process() -> list[int]:
+    """The harness: the process running the study (all its threads: it is one process)."""
+    return [os.getpid()]
 
 
 @dataclass(frozen=True)
@@ -165,7 +173,9 @@ class HostSampler(Sampler):
     """CPU of client vs server processes, server RSS, disk writes — once per second.
 
     ``client_pids`` / ``server_pids`` are callables returning the current pids (workers come and
-    go; servers fork backends); server pids are expanded with their children. A process is
+    go; servers fork backends); server pids are expanded with their children. ``harness_pids``
+    (default: this process) is the study's own process, counted apart and never twice (a pid
+    already on the client or server side stays there; its children are not included). A process is
     counted from its second sample on, except one born inside the interval (all its CPU is the
     interval's). Server processes that exit between samples — Postgres's parallel workers live
     for one query, a fraction of a second, and are mostly never seen — are counted through the
@@ -175,9 +185,11 @@ class HostSampler(Sampler):
 
     name = "host"
 
-    def __init__(self, client_pids: PidSource, server_pids: PidSource, reader: Any = None) -> None:
+    def __init__(self, client_pids: PidSource, server_pids: PidSource, reader: Any = None,
+                 harness_pids: PidSource | None = study_process) -> None:
         self.client_pids = client_pids
         self.server_pids = server_pids
+        self.harness_pids = harness_pids
         self.reader = reader or ProcessReader()
         self.counters = CounterRates()
         self._previous_processes: dict[tuple[int, float], ProcessSnapshot] = {}
@@ -187,13 +199,16 @@ class HostSampler(Sampler):
         self._previous_system: SystemSnapshot | None = None
 
     def sample(self, now: float) -> dict[str, Any]:
-        """Client/server/system CPU %, server RSS bytes, disk write/read bytes per second."""
+        """Client/server/harness/system CPU %, server RSS bytes, disk write/read bytes per second."""
         elapsed = None if self._previous_time is None else now - self._previous_time
-        clients = self._snapshots(set(self.client_pids()))
-        servers = self._snapshots(self.reader.with_children(self.server_pids()))
+        client_pids, server_pids = set(self.client_pids()), self.reader.with_children(self.server_pids())
+        clients, servers = self._snapshots(client_pids), self._snapshots(server_pids)
+        harness = self._snapshots(set(self.harness_pids()) - client_pids - server_pids) if self.harness_pids else []
         row = {
             "client_processes": len(clients),
             "client_cpu_pct": self._cpu_pct(clients, elapsed),
+            # None when the harness is not read apart (or is one of the clients)
+            "harness_cpu_pct": self._cpu_pct(harness, elapsed) if harness else None,
             "server_processes": len(servers),
             "server_cpu_pct": self._server_cpu_pct(servers, elapsed),
             "server_write_bytes_per_s": self._server_writes(servers, elapsed, "write_bytes"),
@@ -201,7 +216,7 @@ class HostSampler(Sampler):
             **self._memory(servers),
             **self._system(now),
         }
-        self._previous_processes = {snap.key: snap for snap in clients + servers}
+        self._previous_processes = {snap.key: snap for snap in clients + servers + harness}
         self._previous_servers = {snap.key: snap for snap in servers}
         self._previous_time, self._previous_wall = now, time.time()
         return row

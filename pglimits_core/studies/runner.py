@@ -2,13 +2,17 @@
 
 Every study point goes through ``run_recorded`` so every run directory carries the same
 evidence: server descriptions and tuning ledgers, host facts, harness ceiling, client/server
-CPU, the client-bound verdict and the per-second sampler series (``samplers.parquet``). A run
-whose client + server CPU exceeds what the box has is recorded as failed.
+CPU and the study process's own (``samplers.host.study_process``), the client-bound verdict and
+the per-second sampler series (``samplers.parquet``). A run whose client + server CPU exceeds
+what the box has is recorded as failed.
 
 The CPU figures cover the load's measured window only (``samplers.classify.measured_rows``):
 the harness's ``run_load`` says when its measured phases ran, and a tool run's window is its
 commands' time line (``tool_window``). ``samplers.parquet`` keeps every second of the run, and
 the manifest's ``cpu.window_t_s`` places the window on its ``t`` axis.
+
+Host facts (the fsync probe, each harness ceiling) carry ``measured_at`` (UTC); a study
+measures them again as it ends (``closing_host_facts``, into its outcome file).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 from pglimits_core.load import RunSpec, run_load
 from pglimits_core.load.driver import active_worker_pids
-from pglimits_core.record.manifest import new_manifest
+from pglimits_core.record.manifest import new_manifest, utc_now_iso
 from pglimits_core.record.results import measured_window
 from pglimits_core.record.rundir import RunDirectory, atomic_write_bytes, new_run_id
 from pglimits_core.record.summary import Summary
@@ -249,16 +253,52 @@ def _write_samplers(path: Path, frame: Any) -> None:
 
 
 def build_context(fleet: Any, ceilings: bool = True, runs_root: Path | None = None) -> Context:
-    """Describe every running server, the host (with fsync latency) and each harness ceiling."""
-    from pglimits_core.samplers import describe_host, measure_fsync_latency
-    from pglimits_core.studies.calibration import harness_ceiling
+    """Describe every running server, the host (with fsync latency) and each harness ceiling;
+    both measured facts say when (``measured_at``, UTC), as ``closing_host_facts``'s do."""
+    from pglimits_core.samplers import describe_host
 
     host = describe_host(data_dir_path := (runs_root or _default_runs()))
-    host["fsync_8k"] = measure_fsync_latency(data_dir_path, n=200)
-    ceilings_by_server = {name: harness_ceiling(name, ep.url, workers=1, duration_s=1.5)
-                          for name, ep in fleet.endpoints.items()} if ceilings else {}
+    host["fsync_8k"] = timed_fsync(data_dir_path)
+    ceilings_by_server = measure_ceilings(fleet.endpoints) if ceilings else {}
     return Context(dict(fleet.endpoints), fleet.describe(), host, ceilings_by_server, runs_root,
                    servers=dict(getattr(fleet, "servers", {})))
+
+
+def timed_fsync(path: Path) -> dict[str, Any]:
+    """The 8 kB fsync probe, stamped with when it ran."""
+    from pglimits_core.samplers import measure_fsync_latency
+
+    began = utc_now_iso()
+    return {**measure_fsync_latency(path, n=200), "measured_at": began}
+
+
+def measure_ceilings(endpoints: dict[str, Endpoint], tolerant: bool = False) -> dict[str, dict[str, Any]]:
+    """Each server's harness ceiling (``calibration.harness_ceiling``), stamped with when it ran.
+    ``tolerant``: a server that cannot be measured (it died) gets ``{"error": ...}`` instead of
+    raising — a study's closing measurement must not lose the study."""
+    from pglimits_core.studies.calibration import harness_ceiling
+
+    ceilings = {}
+    for name, endpoint in endpoints.items():
+        began = utc_now_iso()
+        try:
+            ceilings[name] = {**harness_ceiling(name, endpoint.url, workers=1, duration_s=1.5), "measured_at": began}
+        except Exception as exc:
+            if not tolerant:
+                raise
+            ceilings[name] = {"error": f"{type(exc).__name__}: {exc}", "measured_at": began}
+    return ceilings
+
+
+def closing_host_facts(ctx: Context) -> dict[str, Any]:
+    """The host facts of ``build_context`` measured again as a study ends, beside the ones
+    measured as it began (``{"start": ..., "end": ...}``, each stamped): the start's were taken
+    in one moment of the box and quoted as the box's; two that disagree show it was disturbed."""
+    start = {"fsync_8k": ctx.host.get("fsync_8k"), "harness_ceiling": ctx.ceilings}
+    measured = {name: ctx.endpoints[name] for name in ctx.ceilings if name in ctx.endpoints}
+    end = {"fsync_8k": timed_fsync(ctx.runs_root or _default_runs()),
+           "harness_ceiling": measure_ceilings(measured, tolerant=True)}
+    return {"start": start, "end": end}
 
 
 def _default_runs() -> Path:

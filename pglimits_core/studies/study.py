@@ -78,6 +78,8 @@ class Outcome:
     #: every point's wall and under-load seconds (``timing.PointTime.to_dict()``), and the servers' start
     timings: list[dict[str, Any]] = field(default_factory=list)
     servers_start_s: float | None = None
+    #: the host facts as the study began and as it ended (``runner.closing_host_facts``)
+    host_facts: dict[str, Any] = field(default_factory=dict)
     _explained: set[str] = field(default_factory=set, repr=False)  # failed runs a death explains
 
     def explain_failed_runs(self, point: Point, result: Any, watch: ServerWatch) -> None:
@@ -103,7 +105,7 @@ class Outcome:
                        if r.status != "complete" and r.path.name not in self._explained]
         return {"failures": self.failures + failed_runs, "deaths": self.deaths,
                 "unavailable": self.unavailable, "reused": self.reused, "runs": len(self.runs),
-                "timings": self.timings, "servers_start_s": self.servers_start_s}
+                "timings": self.timings, "servers_start_s": self.servers_start_s, "host_facts": self.host_facts}
 
     def keep(self, point: Point, result: Any) -> None:
         if isinstance(result, RecordedRun):
@@ -182,7 +184,7 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
     """
     from pglimits_core.profiles import load_profile
     from pglimits_core.studies.resume import DoneRuns, supersede_runs
-    from pglimits_core.studies.runner import build_context
+    from pglimits_core.studies.runner import build_context, closing_host_facts
     from pglimits_core.studies.session import study_servers
 
     profile = load_profile(profile_name)
@@ -205,6 +207,7 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
         ctx.done = DoneRuns(root, workload.name) if resume else None
         outcome = run_points(points, StudyRun(ctx, fleet, profile.seed), f"{workload.name} study", progress,
                              after_restart=workload.after_restart)
+        outcome.host_facts = closing_host_facts(ctx)  # the servers are still up: their ceilings too
     outcome.unavailable = dict(fleet.unavailable)
     outcome.servers_start_s = round(servers_start_s, 1)
     outcome.reused = ctx.done.reused if ctx.done else 0

@@ -45,6 +45,9 @@ def check_dedicated(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None
         outcome = manifest["params"]["outcome"]
         assert all(outcome["tenants"][t]["p99_ms"] > 0 for t in ("fts", "vector")), mechanism
         assert outcome["start_state"]["start_depth"] == manifest["params"]["backlog"]
+        # the same durability class as the Postgres churn's commits: fsync before every reply
+        assert manifest["servers"]["redis"]["settings"]["appendfsync"] == "always"
+        assert manifest["servers"]["redis"]["settings"]["appendonly"] == "yes"
         samplers = pd.read_parquet(path / "samplers.parquet")
         assert set(samplers.columns) >= DEDICATED_COLUMNS, DEDICATED_COLUMNS - set(samplers.columns)
         assert outcome["background"]["qdrant_segment_counts"], outcome["background"]
@@ -76,6 +79,13 @@ def test_interference_notebook_runs_end_to_end(tmp_path: Path, isolated_state: P
             per_second = [v for v in outcome["series"][f"{tenant}_p99_ms"] if v is not None]
             assert per_second and outcome["tenants"][tenant]["p99_ms"] > 0, (mechanism, tenant)
         assert outcome["vacuum"]["cycles"] >= 0 and outcome["vacuum"]["windows_source"]
+        # the same start state, recorded; the warm-up left out; the parsed log lines kept
+        start = outcome["start_state"]
+        assert start["settled"] in (True, False) and {"jobs", "interference_control"} <= set(start["tables_at_t0"])
+        assert "log_autovacuum_min_duration" in start["autovacuum_settings"]
+        assert outcome["warmup_s"] == manifest["params"]["warmup_s"] > 0
+        assert all({"table", "kind", "start_s", "end_s"} <= set(span) for span in outcome["vacuum"]["spans"])
+        assert isinstance(json.loads((path / "autovacuum-log.json").read_text()), list)
         samplers = pd.read_parquet(path / "samplers.parquet")
         assert set(samplers.columns) >= VACUUM_COLUMNS, VACUUM_COLUMNS - set(samplers.columns)
         if mechanism != "baseline":

@@ -104,17 +104,18 @@ def test_the_redis_per_job_ceiling_is_written_out_from_the_records_rates():
 
 
 def test_throughput_rows_are_judged_by_the_core_rule_against_the_other_side():
+    """Like-for-like designs (at-least-once, batch 1; see test_queue_like_for_like for unlike ones)."""
     table = throughput_verdicts(pd.DataFrame([
-        sweep_row("pg_delete batch=1", 4, 2000, 500.0), sweep_row("redis_reliable batch=1", 4, 2500, 150.0),
-        sweep_row("pgmq batch=1", 4, 900, 900.0, bound=True), sweep_row("pg_delete batch=1", 8, 2100, 480.0),
+        sweep_row("pg_skiplocked batch=1", 4, 2000, 500.0), sweep_row("redis_reliable batch=1", 4, 2500, 150.0),
+        sweep_row("pgmq batch=1", 4, 900, 900.0, bound=True), sweep_row("pg_skiplocked batch=1", 8, 2100, 480.0),
         sweep_row("sqlite_wal batch=1", 8, 4000, None, bound=None)]))
     by = {(r.variant, r.consumers): r for r in table.itertuples()}
-    assert by[("pg_delete batch=1", 4)].verdict_class == AT_SERVER
-    assert by[("pg_delete batch=1", 4)].versus == "redis_reliable batch=1"
-    assert by[("redis_reliable batch=1", 4)].versus == "pg_delete batch=1"  # the best Postgres row
+    assert by[("pg_skiplocked batch=1", 4)].verdict_class == AT_SERVER
+    assert by[("pg_skiplocked batch=1", 4)].versus == "redis_reliable batch=1"
+    assert by[("redis_reliable batch=1", 4)].versus == "pg_skiplocked batch=1"  # the best Postgres row
     assert by[("pgmq batch=1", 4)].verdict_class == BY_SERVER_CPU
-    assert by[("pg_delete batch=1", 8)].verdict_class == NOT_BY_HARNESS  # SQLite: no verdict, no server CPU
-    assert by[("sqlite_wal batch=1", 8)].versus == "pg_delete batch=1"
+    assert by[("pg_skiplocked batch=1", 8)].verdict_class == NOT_BY_HARNESS  # SQLite: no verdict, no server CPU
+    assert by[("sqlite_wal batch=1", 8)].versus == "pg_skiplocked batch=1"
 
 
 def test_a_rate_out_of_a_designs_reach_is_not_comparable_never_differ():

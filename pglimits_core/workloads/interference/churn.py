@@ -28,6 +28,7 @@ repeated here.
 
 from __future__ import annotations
 
+from pglimits_core.workloads.interference.start_state import flush_statistics
 from pglimits_core.workloads.queue.systems.postgres_skiplocked import (
     ACK_SQL,
     CLAIM_SQL,
@@ -77,15 +78,17 @@ def schema_sql() -> list[str]:
 
 
 def reset_queue(conn, depth: int, payload_bytes: int) -> dict[str, int]:
-    """Both tables emptied and filled with ``depth`` jobs (the backlog), vacuumed, frozen and
-    analysed, so every run
-    starts from the same state; autovacuum back on (a run that turned it off restores it too)."""
+    """Both tables emptied and filled with ``depth`` jobs (the backlog), the prefill's statistics
+    flushed, then vacuumed, frozen and analysed, so every run starts from the same state (see
+    ``start_state``); autovacuum back on (a run that turned it off restores it too)."""
     for sql in schema_sql():
         conn.execute(sql)
     for table in (QUEUE_TABLE, CONTROL_TABLE):
         conn.execute(f"TRUNCATE {table}")
         conn.execute(PREFILL_SQL.format(table=table), (int(payload_bytes), int(depth)))
         conn.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
+        # the prefill's pending insert counters must land before the VACUUM resets them
+        flush_statistics(conn)
         conn.execute(f"VACUUM (FREEZE, ANALYZE) {table}")
     return {"depth": conn.execute(f"SELECT count(*) FROM {QUEUE_TABLE}").fetchone()[0]}
 

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.load import BackgroundLoad, OpenLoop, Role
+from pglimits_core.load import OpenLoop, Role
 from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import RunDirectory, new_run_id
@@ -46,6 +46,7 @@ from pglimits_core.workloads.interference.points import (
 from pglimits_core.workloads.interference.window import (
     MAX_OVERRUN_S,
     Measured,
+    WarmedLoad,
     bystander_roles,
     shifted,
     sleep_until,
@@ -61,6 +62,9 @@ SYSTEMS = {"fts": "opensearch", "vector": "qdrant", "churn": "redis_reliable"}
 SERVERS = {"fts": search_server(SYSTEMS["fts"]), "vector": vector_server(SYSTEMS["vector"]),
            "churn": queue_server(SYSTEMS["churn"])}
 DEDICATED_SIDE = InterferenceVariant("dedicated", "dedicated", {"server": SERVERS["fts"]})
+#: the Redis churn's persistence: fsync before every reply (the Postgres churn commits with
+#: synchronous_commit = on, fsync = on: class per_commit on both sides)
+DURABILITY = "always"
 #: jobs per LPUSH while the backlog is prefilled
 PREFILL_BATCH = 1000
 
@@ -88,20 +92,23 @@ def ready(tenant: str, endpoint: Any, data: tenants.Data) -> dict[str, Any]:
     return {f"{tenant}_loaded": loaded}
 
 
-def ready_point(run: Any, v: InterferenceVariant, tenant: str, knobs: Knobs, warmup_queries: int = 0) -> dict[str, Any]:
+def ready_point(run: Any, v: InterferenceVariant, tenant: str, knobs: Knobs, warmup_queries: int = 0,
+                appendfsync: str = DURABILITY) -> dict[str, Any]:
     """Set-up point: the tenant's data on its dedicated server and ``warmup_queries`` untimed
-    queries on it (or the queue checked)."""
+    queries on it (or the queue checked, with its persistence)."""
     endpoint = run.ctx.endpoints[SERVERS[tenant]]
     if tenant == "churn":
-        return {"backlog": reset_backlog(endpoint.url, knobs)}
+        return {"backlog": reset_backlog(endpoint.url, knobs, appendfsync)}
     loaded = ready(tenant, endpoint, knobs.data)
     warm(tenant_op(tenant, endpoint, knobs), warmup_queries)
     return {**loaded, "warmup_queries": warmup_queries}
 
 
-def reset_backlog(url: str, knobs: Knobs) -> int:
-    """The Redis queue emptied (persistence as the adapter's default) and ``backlog`` jobs waiting."""
-    with make_adapter(SYSTEMS["churn"], url) as queue:
+def reset_backlog(url: str, knobs: Knobs, appendfsync: str = DURABILITY) -> int:
+    """The Redis queue emptied, its persistence set (``appendfsync``: the queue study's option;
+    ``always`` fsyncs every write before the reply, as Postgres' churn commits), ``backlog`` jobs
+    waiting."""
+    with make_adapter(SYSTEMS["churn"], url, appendfsync=appendfsync) as queue:
         queue.reset()
         for start in range(0, knobs.backlog, PREFILL_BATCH):
             count = min(PREFILL_BATCH, knobs.backlog - start)
@@ -123,11 +130,11 @@ def tenant_ops(points: dict[str, Any], knobs: Knobs) -> list[tuple[Any, float]]:
             (tenant_op("vector", points["vector"], knobs), knobs.vector_rate)]
 
 
-def prepare_window(ctx: Any, knobs: Knobs) -> dict[str, Any]:
-    """Untimed: data on each engine, the Redis backlog reset, the bystanders warm."""
+def prepare_window(ctx: Any, knobs: Knobs, appendfsync: str) -> dict[str, Any]:
+    """Untimed: data on each engine, the Redis backlog reset (with its persistence), the bystanders warm."""
     points = endpoints(ctx)
     loaded = {k: v for tenant in ("fts", "vector") for k, v in ready(tenant, points[tenant], knobs.data).items()}
-    depth = reset_backlog(points["churn"].url, knobs)
+    depth = reset_backlog(points["churn"].url, knobs, appendfsync)
     for op, _rate in tenant_ops(points, knobs):
         warm(op, knobs.warmup_queries)
     return {**loaded, "start_depth": depth}
@@ -157,11 +164,11 @@ def measure(ctx: Any, role_list: list[Any], knobs: Knobs, window_s: float, seed:
     """Every tenant for ``window_s`` with the samplers on; t = 0 at the workers' common start."""
     points, churn_pids = endpoints(ctx), []
     with (SamplerSet(samplers(ctx, points, knobs, churn_pids)) as sampler_set,
-          BackgroundLoad(role_list, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load):
+          WarmedLoad(role_list, knobs.warmup_s, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load):
         origin, origin_epoch = time.monotonic(), time.time()
         churn_pids[:] = load.pids("churn")
         sleep_until(origin + window_s)
-    measured = Measured(load.result, None, origin_epoch, window_s, origin_monotonic=origin)
+    measured = Measured(load.result, None, origin_epoch, window_s, origin_monotonic=origin, warmup_s=knobs.warmup_s)
     start = sampler_set.threads[0].start_time if sampler_set.threads else origin
     measured.frame = shifted(sampler_set.dataframe(), start - origin)
     measured.sampler_errors = sampler_set.errors()
@@ -169,16 +176,18 @@ def measure(ctx: Any, role_list: list[Any], knobs: Knobs, window_s: float, seed:
 
 
 def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: float, churn_rate: float,
-                    window_s: float, repetition: int, knobs: Knobs, churn_workers: int) -> RecordedRun:
+                    window_s: float, repetition: int, knobs: Knobs, churn_workers: int,
+                    appendfsync: str = DURABILITY) -> RecordedRun:
     ctx = run.ctx
     params = {"experiment": mechanism, "variant": v.label, "side": "dedicated", "mechanism": mechanism,
               "level": level, "churn_rate": churn_rate, "window_s": window_s, "repetition": repetition,
               "act": None, "systems": SYSTEMS, "churn_workers": churn_workers,
-              "churn_client": "harness open loop (redis-benchmark cannot pace a rate)", **knobs.params()}
+              "churn_client": "harness open loop (redis-benchmark cannot pace a rate)", "appendfsync": appendfsync,
+              **knobs.params()}
     name = f"dedicated {mechanism}:{level:g}"
     if reused := ctx.reuse(STUDY, v.system, name, params):
         return reused
-    start_state = prepare_window(ctx, knobs)
+    start_state = prepare_window(ctx, knobs, appendfsync)
     servers = {server: ctx.describe_now(server) for server in SERVERS.values()}
     manifest = new_manifest(new_run_id(STUDY, v.system, name), STUDY, v.system, name, seed=run.seed,
                             params=params, servers=servers, host=ctx.host)
@@ -206,11 +215,12 @@ def host_rows(frame: Any, sampler: str) -> Any:
 
 
 def window_outcome(measured: Measured, churn_rate: float) -> dict[str, Any]:
-    result, seconds = measured.bystanders, measured.window_s
+    result, seconds = measured.bystanders, measured.window_s - measured.warmup_s
     seen = {role: evidence.bystander_stats(result, role) for role in (*evidence.BYSTANDERS, "churn")}
     tenants_seen = {role: stats for role, stats in seen.items() if role != "churn" or churn_rate > 0}
     churn_cpu = host_frame_verdict(host_rows(measured.frame, "churn_host"), 1)["cpu"]
-    series = {role: evidence.bystander_series(result, role) for role in tenants_seen}
+    series = {role: s[s.index < measured.window_s] for role in tenants_seen
+              if len(s := evidence.bystander_series(result, role))}
 
     return {"tenants": tenants_seen, "events": {}, "sampler_errors": measured.sampler_errors,
             "churn": churn_rates(churn_rate, (seen["churn"].get("count") or 0) / seconds,
@@ -220,4 +230,5 @@ def window_outcome(measured: Measured, churn_rate: float) -> dict[str, Any]:
                        "long_enough": None, "windows": []},
             "background": engines.background_summary(measured.frame),
             "alignment": {},
-            "series": evidence.compact({r: s for r, s in series.items() if len(s)}, pd.Series(dtype=float), seconds)}
+            "warmup_s": measured.warmup_s,
+            "series": evidence.compact(series, pd.Series(dtype=float), measured.window_s)}

@@ -1,14 +1,18 @@
 """One window's evidence, as the run record's ``outcome``: what each tenant saw, what vacuum did,
 and whether the two line up in time.
 
-- Per tenant (``fts``, ``vector``, ``churn``): p50/p99/max over the window, from the intended
+- Per tenant (``fts``, ``vector``, ``churn``): p50/p99/max over the window after its warm-up
+  (the first ``warmup_s`` seconds are their own phase: a start-up transient), from the intended
   start (the bystanders' open loops; pgbench ``-R`` logs from the scheduled start too), and the
-  per-second p99 series.
-- Vacuum: the autovacuum runs on the queue table inside the window, from the server log (exact
-  start and end: ``log_autovacuum_min_duration = 0``), or from the per-second vacuum sampler
-  when the log cannot be read (``windows_source`` says which); their count is the cycle count.
-- Alignment per tenant: mean per-second p99 inside the vacuum windows minus outside, and its
-  circular-shift permutation p-value (``analysis.alignment``).
+  per-second p99 series (every second, the warm-up's included, for the figure).
+- Maintenance spans: every autovacuum and auto-ANALYZE run on the queue and control tables
+  inside the window, sub-second, from the server log (``log_autovacuum_min_duration = 0``: its
+  end stamp and elapsed), each with its table and kind; the parsed log lines are kept in the run
+  directory (``autovacuum-log.json``). Without a readable log: the per-second vacuum sampler,
+  which misses runs shorter than a second (``windows_source`` says which). The cycle count is
+  the queue table's autovacuum runs after the warm-up.
+- Alignment per tenant, this run alone: inside-vs-outside per-second p99 and its exact p = k/n
+  (``permutation``; the alignment table pools the repetitions).
 - A run with an act (held xmin, autovacuum off): before / during / after stretches and the
   recovery time (see ``stretches``).
 """
@@ -20,13 +24,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pglimits_core.analysis.alignment import p99_inside_outside, permutation_alignment
 from pglimits_core.load.background import PHASE
-from pglimits_core.samplers.vacuum import parse_autovacuum_log, vacuum_windows, windows_from_log
-from pglimits_core.workloads.interference.churn import QUEUE_TABLE
+from pglimits_core.samplers.vacuum import parse_autovacuum_log, vacuum_windows
+from pglimits_core.workloads.interference import permutation as perm
+from pglimits_core.workloads.interference.churn import CONTROL_TABLE, QUEUE_TABLE
 
 DEAD = f"{QUEUE_TABLE}.n_dead_tup"
 BYSTANDERS = ("fts", "vector")
+#: the tables whose maintenance spans are evidence (the control's too: S5)
+TABLES = (QUEUE_TABLE, CONTROL_TABLE)
 
 
 def _ms(us: float | None) -> float | None:
@@ -61,10 +67,10 @@ def bystander_series(result: Any, role: str) -> pd.Series:
     return pd.Series(rows["latency_p99_us"].to_numpy(dtype=float) / 1000, index=rows["second"].to_numpy())
 
 
-def churn_in_window(samples: list[tuple[float, int]], window_s: float) -> pd.DataFrame:
-    """The churn's transactions that completed inside the window: ``t`` (s), ``latency_us``."""
+def churn_in_window(samples: list[tuple[float, int]], window_s: float, from_s: float = 0.0) -> pd.DataFrame:
+    """The churn's transactions that completed inside [from_s, window): ``t`` (s), ``latency_us``."""
     frame = pd.DataFrame(samples, columns=["t", "latency_us"])
-    return frame[(frame.t >= 0) & (frame.t < window_s)]
+    return frame[(frame.t >= from_s) & (frame.t < window_s)]
 
 
 def churn_series(churn: pd.DataFrame) -> pd.Series:
@@ -82,46 +88,66 @@ def dead_series(frame: Any) -> pd.Series:
     return pd.Series(rows[DEAD].to_numpy(dtype=float), index=np.floor(rows["t"].to_numpy()).astype(int))
 
 
-def queue_windows(measured: Any) -> tuple[list[Any], str]:
-    """Autovacuum runs on the queue table that overlap the window, and where they come from."""
-    logged = parse_autovacuum_log(measured.log_text) if measured.log_text else []
-    if measured.log_readable:
-        windows = windows_from_log(logged, origin_epoch_s=measured.origin_epoch_s, tables=[QUEUE_TABLE])
-        source = "server log"
-    else:
-        windows = vacuum_windows(measured.frame, tables=[QUEUE_TABLE], auto_only=True)
-        source = "vacuum sampler (1 s resolution)"
-    return [w for w in windows if w.end_s > 0 and w.start_s < measured.window_s], source
-
-
-def analyze_windows(measured: Any) -> list[Any]:
-    """The auto-ANALYZE runs on the queue table inside the window (from the server log only):
-    they follow a vacuum and can take longer than it, so they are kept beside its windows."""
+def logged_runs(measured: Any) -> list[Any]:
+    """Every autovacuum and auto-ANALYZE run the server logged during the window (any table)."""
     if not (measured.log_readable and measured.log_text):
         return []
-    logged = parse_autovacuum_log(measured.log_text, analyze=True)
-    windows = windows_from_log(logged, origin_epoch_s=measured.origin_epoch_s, tables=[QUEUE_TABLE])
-    return [w for w in windows if w.end_s > 0 and w.start_s < measured.window_s]
+    return [*parse_autovacuum_log(measured.log_text), *parse_autovacuum_log(measured.log_text, analyze=True)]
+
+
+def log_entries(measured: Any) -> list[dict[str, Any]]:
+    """The parsed log lines on the window's axis, kept in the run directory for a reviewer."""
+    origin = measured.origin_epoch_s
+    return [{"table": v.table, "kind": v.kind, "start_s": round(v.start_epoch_s - origin, 3),
+             "end_s": round(v.end_epoch_s - origin, 3), "elapsed_s": v.elapsed_s,
+             "tuples_removed": v.tuples_removed, "remain": v.remain, "not_yet_removable": v.not_yet_removable,
+             "logged_at": v.end_time.isoformat()} for v in logged_runs(measured)]
+
+
+def maintenance_spans(measured: Any) -> tuple[list[dict[str, Any]], str]:
+    """Autovacuum and auto-ANALYZE spans on the queue and control tables that overlap the window
+    (sub-second, from the log), or the vacuum sampler's 1 s runs when the log cannot be read
+    (it misses runs shorter than its interval: most autovacuums here last 0-110 ms)."""
+    if measured.log_readable:
+        spans = [{k: e[k] for k in ("table", "kind", "start_s", "end_s")} for e in log_entries(measured)
+                 if e["table"] in TABLES]
+        source = "server log"
+    else:
+        spans = [{"table": w.table, "kind": "vacuum", "start_s": round(w.start_s, 3), "end_s": round(w.end_s, 3)}
+                 for w in vacuum_windows(measured.frame, tables=list(TABLES), auto_only=True)]
+        source = "vacuum sampler (1 s resolution: misses runs shorter than a second)"
+    inside = [s for s in spans if s["end_s"] > 0 and s["start_s"] < measured.window_s]
+    return sorted(inside, key=lambda s: (s["start_s"], s["table"])), source
+
+
+def vacuum_cycles(spans: list[dict[str, Any]], warmup_s: float) -> int:
+    """Autovacuum runs on the queue table after the warm-up (the cycles a window held)."""
+    return sum(1 for s in spans if s["table"] == QUEUE_TABLE and s["kind"] != "analyze" and s["end_s"] >= warmup_s)
 
 
 def _mean(values: list[float]) -> float | None:
     return round(float(np.mean(values)), 3) if values else None
 
 
-def alignment(series: pd.Series, windows: list[Any], trials: int, seed: int) -> dict[str, Any]:
-    """Inside-vs-outside per-second p99 and its permutation p-value (None and why, if it cannot)."""
-    split = p99_inside_outside(series, windows)
-    result = permutation_alignment(series, windows, trials=trials, seed=seed)
-    return {"inside_p99_ms": _mean(split.inside), "outside_p99_ms": _mean(split.outside),
-            "inside_seconds": result.inside_seconds, "outside_seconds": result.outside_seconds,
-            "observed_ms": None if result.observed_stat is None else round(result.observed_stat, 3),
-            "p_value": result.p_value, "trials": result.trials, "reason": result.reason}
+def alignment(series: pd.Series, spans: list[dict[str, Any]], warmup_s: float) -> dict[str, Any]:
+    """This run alone: inside-vs-outside per-second p99 after the warm-up and its exact p = k/n
+    (one run cannot go below cycles/n: the table pools the repetitions)."""
+    seconds, values = perm.kept(list(series.index), list(series.to_numpy()), warmup_s)
+    mask = perm.inside_mask(seconds, [(s["start_s"], s["end_s"]) for s in spans])
+    result = perm.pooled_test([perm.shift_stats(values, mask)])
+    return {"inside_p99_ms": _mean(list(values[mask])), "outside_p99_ms": _mean(list(values[~mask])),
+            "inside_seconds": int(mask.sum()), "outside_seconds": int((~mask).sum()),
+            "observed_ms": None if result.observed is None else round(result.observed, 3),
+            "k": result.k, "n": result.n, "p_value": result.p, "reason": result.reason}
 
 
 def tenant_series(measured: Any) -> dict[str, pd.Series]:
+    """Per-second p99 of every tenant on [0, window) (the drain second past it left out, so the
+    record's ``series`` is what the statistics used)."""
     series = {role: bystander_series(measured.bystanders, role) for role in BYSTANDERS}
     series["churn"] = churn_series(churn_in_window(measured.churn_samples, measured.window_s))
-    return {role: s for role, s in series.items() if len(s)}
+    clipped = {role: s[np.asarray(s.index, dtype=float) < measured.window_s] for role, s in series.items()}
+    return {role: s.groupby(level=0).max() for role, s in clipped.items() if len(s)}
 
 
 def compact(series: dict[str, pd.Series], dead: pd.Series, window_s: float) -> dict[str, list[Any]]:

@@ -10,6 +10,7 @@ count; pgbench's own summary and command line stay in ``outcome``/``params`` bes
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,19 +22,22 @@ from pglimits_core.load.tools.result import LATENCY_KIND, sampled_step
 from pglimits_core.record.results import RoleInfo, RunResult, WorkerStatus
 from pglimits_core.record.rundir import atomic_write_bytes
 from pglimits_core.record.timeseries import KEY_COLUMNS
+from pglimits_core.workloads.interference.window import WARMUP
 
 ROLE = "churn"
 
 
 def churn_step(measured: Any, load: Any) -> Any:
-    """pgbench's transactions in the window as one step of phase ``load`` (kind ``latency``)."""
-    step = sampled_step(load.op, load.clients, measured.churn_samples, 0.0, measured.window_s,
+    """pgbench's transactions in the window as the bystanders' phases: ``warmup`` (its first
+    ``warmup_s``) and ``load`` (the rest), kind ``latency``."""
+    warmup = getattr(measured, "warmup_s", 0.0)
+    step = sampled_step(load.op, load.clients, measured.churn_samples, warmup, measured.window_s - warmup,
                         failed=measured.churn_failed)
-    step.phases = [replace(p, name=PHASE) for p in step.phases]
-    # one phase: the whole window (sampled_step's "measure")
-    step.histograms = {PHASE: next(iter(step.histograms.values()))}
-    step.counts = {PHASE: next(iter(step.counts.values()))}
-    step.seconds = [{**{k.replace(LATENCY_KIND, "latency"): v for k, v in row.items()}, "phase": PHASE}
+    names = {"measure": PHASE, "warmup": WARMUP}
+    step.phases = [replace(p, name=names[p.name]) for p in step.phases]
+    step.histograms = {names[k]: h for k, h in step.histograms.items()}
+    step.counts = {names[k]: c for k, c in step.counts.items()}
+    step.seconds = [{**{k.replace(LATENCY_KIND, "latency"): v for k, v in row.items()}, "phase": names[row["phase"]]}
                     for row in step.seconds]
     return step
 
@@ -63,6 +67,11 @@ def merged_result(measured: Any, load: Any) -> RunResult:
         counts={**bystanders.counts, (ROLE, step.op, PHASE): step.counts[PHASE]},
         timeseries=timeseries.sort_values(KEY_COLUMNS, ignore_index=True) if len(timeseries) else timeseries,
         status="failed" if errors else bystanders.status, error=errors)
+
+
+def write_json(path: Path, name: str, value: Any) -> None:
+    """A small JSON file beside the record (e.g. the parsed autovacuum log lines)."""
+    atomic_write_bytes(path / name, json.dumps(value, indent=1, default=str).encode())
 
 
 def write_samplers(path: Path, frame: Any) -> None:

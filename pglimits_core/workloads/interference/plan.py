@@ -47,6 +47,10 @@ SIDES: dict[str, str] = {
 OVERHEAD_S = 6.0
 #: seconds per 10,000 backlog jobs prefilled and frozen before a Postgres window (measured: see the report)
 BACKLOG_S_PER_10K = 0.6
+#: seconds a Postgres window waits, typically, for its tables to settle (``start_state.settle``):
+#: one check, since the reset flushes its statistics and nothing is due; up to its timeout when
+#: a vacuum is running or due (the record says how long it waited)
+SETTLE_S = 0.25
 
 
 def data_of(profile: Any) -> Data:
@@ -63,8 +67,8 @@ def data_of(profile: Any) -> Data:
 def knobs_of(section: Any, profile: Any) -> Knobs:
     b = section.bystanders
     return Knobs(data_of(profile), b.fts_rate, b.vector_rate, b.vector_ef, b.workers, b.warmup_queries,
-                 section.churn_clients, section.backlog, section.payload_bytes, section.permutation_trials,
-                 section.min_cycles, section.queue_rate)
+                 section.churn_clients, section.backlog, section.payload_bytes, section.min_cycles,
+                 section.queue_rate, section.warmup_s)
 
 
 def windows(section: Any) -> list[tuple[str, float, float, dict[str, float] | None]]:
@@ -93,7 +97,8 @@ def setup_points(section: Any, knobs: Knobs) -> list[Point]:
     # set-up, not a measurement: no run record (the windows record what they found)
     return [replace(point("dedicated_setup", InterferenceVariant(f"dedicated {SYSTEMS[t]}", SYSTEMS[t],
                                                                  {"server": server}),
-                          ready_point, tenant=t, knobs=knobs, warmup_queries=section.dedicated.engine_warmup_queries),
+                          ready_point, tenant=t, knobs=knobs, warmup_queries=section.dedicated.engine_warmup_queries,
+                          appendfsync=section.dedicated.churn_appendfsync),
                     recorded=False)
             for t, server in SERVERS.items()]
 
@@ -102,6 +107,7 @@ def plan(section: Any, profile: Any) -> list[Point]:
     """``section`` is a ``workloads.interference.profile.InterferenceProfile``."""
     knobs = knobs_of(section, profile)
     workers = section.dedicated.churn_workers if section.dedicated is not None else 0
+    appendfsync = section.dedicated.churn_appendfsync if section.dedicated is not None else "none"
     found = setup_points(section, knobs)
     for r in range(section.repetitions):
         found += [point(mechanism, POSTGRES_SIDE, interference_point, mechanism=mechanism, level=level,
@@ -109,7 +115,8 @@ def plan(section: Any, profile: Any) -> list[Point]:
                         act=act) for mechanism, level, seconds, act in windows(section)]
         found += [point(mechanism, DEDICATED_SIDE, dedicated_point, mechanism=mechanism, level=level,
                         churn_rate=round(level * section.queue_rate, 3), window_s=seconds, repetition=r, knobs=knobs,
-                        churn_workers=workers) for mechanism, level, seconds in dedicated_windows(section)]
+                        churn_workers=workers, appendfsync=appendfsync)
+                  for mechanism, level, seconds in dedicated_windows(section)]
     return found
 
 
@@ -122,7 +129,7 @@ def estimate_s(section: Any) -> float:
     """The study's wall time: every window plus its overhead and the backlog's prefill (the one-off
     data loads apart: the corpus and vectors into Postgres, OpenSearch and Qdrant, and the servers' start)."""
     prefill = BACKLOG_S_PER_10K * section.backlog / 10_000
-    postgres = sum(seconds + OVERHEAD_S + prefill for _, _, seconds, _ in windows(section))
+    postgres = sum(seconds + OVERHEAD_S + prefill + SETTLE_S for _, _, seconds, _ in windows(section))
     dedicated = sum(seconds + OVERHEAD_S for _, _, seconds in dedicated_windows(section))
     return section.repetitions * (postgres + dedicated)
 

@@ -18,8 +18,8 @@ from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import RunDirectory, new_run_id
 from pglimits_core.studies.runner import RecordedRun, cpu_verdict, with_cpu_check
 from pglimits_core.studies.variant import Variant
-from pglimits_core.workloads.interference import acts, churn, evidence, ops, tenants
-from pglimits_core.workloads.interference.merge import merged_result, write_samplers
+from pglimits_core.workloads.interference import acts, churn, evidence, ops, start_state, tenants
+from pglimits_core.workloads.interference.merge import merged_result, write_json, write_samplers
 from pglimits_core.workloads.interference.stretches import stretches
 from pglimits_core.workloads.interference.window import (
     SERVER,
@@ -29,6 +29,8 @@ from pglimits_core.workloads.interference.window import (
 )
 
 STUDY = "interference"
+#: the parsed autovacuum/auto-ANALYZE log lines of the window, beside the record
+LOG_FILE = "autovacuum-log.json"
 
 
 class InterferenceVariant(Variant):
@@ -56,10 +58,11 @@ class Knobs:
     churn_clients: int
     backlog: int
     payload_bytes: int
-    trials: int
     min_cycles: int
     #: the rate the levels are fractions of (the plan states it, each record checks it)
     queue_rate: float = 0.0
+    #: seconds at the start of each window left out of every statistic (their own phase)
+    warmup_s: float = 0.0
 
     def params(self) -> dict[str, Any]:
         return {**{k: v for k, v in vars(self).items() if k != "data"}, "data": self.data.params()}
@@ -82,17 +85,23 @@ def the_act(mechanism: str, url: str, act: dict[str, float] | None):
 
 
 def prepare_run(ctx: Any, knobs: Knobs) -> dict[str, Any]:
-    """Untimed: data ready and frozen, queue reset, bystanders warm; the tables' freeze ages."""
+    """Untimed: data ready and frozen, queue reset and settled (statistics flushed, no autovacuum
+    pending or running on it), bystanders warm; the tables' freeze ages, the server's autovacuum
+    settings and the queue tables' state read last, just before t = 0."""
     import psycopg
 
     endpoint = ctx.endpoints[SERVER]
     loaded = tenants.ready(endpoint.url, endpoint, knobs.data)
     with psycopg.connect(endpoint.url, autocommit=True) as conn:
         start = churn.reset_queue(conn, knobs.backlog, knobs.payload_bytes)
+        settled = start_state.settle(conn, [churn.QUEUE_TABLE, churn.CONTROL_TABLE])
         ages = tenants.frozen_ages(conn, [*tenants.bystander_tables(), churn.QUEUE_TABLE, churn.CONTROL_TABLE])
     for op, _rate in bystander_ops(ctx, knobs):
         warm(op, knobs.warmup_queries)
-    return {**loaded, "start_depth": start["depth"], "relfrozenxid_age": ages}
+    with psycopg.connect(endpoint.url, autocommit=True) as conn:
+        state = {"tables_at_t0": start_state.table_state(conn, [churn.QUEUE_TABLE, churn.CONTROL_TABLE]),
+                 "autovacuum_settings": start_state.autovacuum_settings(conn)}
+    return {**loaded, "start_depth": start["depth"], "relfrozenxid_age": ages, **settled, **state}
 
 
 def bystander_ops(ctx: Any, knobs: Knobs) -> list[tuple[Any, float]]:
@@ -132,7 +141,7 @@ def interference_point(run: Any, v: InterferenceVariant, mechanism: str, level: 
         load = churn_load(mechanism, churn_rate, knobs)
         roles = bystander_roles(bystander_ops(ctx, knobs), knobs.workers)
         measured = measure_window(ctx, roles, load, window_s, run.seed + repetition, sampled_tables(),
-                                  the_act(mechanism, ctx.endpoints[SERVER].url, act))
+                                  the_act(mechanism, ctx.endpoints[SERVER].url, act), knobs.warmup_s)
         return finish(run_dir, measured, load, knobs, {"start_state": start_state}, run.seed + repetition)
 
 
@@ -151,6 +160,7 @@ def finish(run_dir: RunDirectory, measured: Any, load: Churn | None, knobs: Knob
     run_dir.manifest = run_dir.manifest.model_copy(
         update={**verdict, "params": {**run_dir.manifest.params, "outcome": outcome}})
     write_samplers(run_dir.path, measured.frame)
+    write_json(run_dir.path, LOG_FILE, evidence.log_entries(measured))
     status, error = with_cpu_check(result.status, result.error, verdict["cpu"])
     if problem := act_problem(measured.events):
         status, error = "failed", "; ".join(e for e in (error, problem) if e)
@@ -178,21 +188,29 @@ def churn_rates(offered: float, achieved: float, **extra: Any) -> dict[str, Any]
             "sustained": None if not offered else bool(achieved >= SUSTAINED_SHARE * offered), **extra}
 
 
+def vacuum_outcome(spans: list[dict[str, Any]], source: str, knobs: Knobs) -> dict[str, Any]:
+    """The maintenance spans (table, kind, sub-second start/end) and the queue's cycle count."""
+    cycles = evidence.vacuum_cycles(spans, knobs.warmup_s)
+    queue = [s for s in spans if s["table"] == churn.QUEUE_TABLE]
+    return {"windows_source": source, "cycles": cycles, "long_enough": cycles >= knobs.min_cycles, "spans": spans,
+            "windows": [[s["start_s"], s["end_s"]] for s in queue if s["kind"] != "analyze"],
+            "analyze_windows": [[s["start_s"], s["end_s"]] for s in queue if s["kind"] == "analyze"]}
+
+
 def window_outcome(measured: Any, load: Churn | None, knobs: Knobs, seed: int) -> dict[str, Any]:
+    """What the window showed, every statistic after the warm-up (``seed``: kept in the record)."""
     series = evidence.tenant_series(measured)
     dead = evidence.dead_series(measured.frame)
-    windows, source = evidence.queue_windows(measured)
-    claims = evidence.churn_in_window(measured.churn_samples, measured.window_s)
+    spans, source = evidence.maintenance_spans(measured)
+    claims = evidence.churn_in_window(measured.churn_samples, measured.window_s, knobs.warmup_s)
     tenants_seen = {role: evidence.bystander_stats(measured.bystanders, role) for role in evidence.BYSTANDERS}
     if load is not None:
         tenants_seen["churn"] = evidence.sample_stats(claims.latency_us.to_numpy())
     return {"tenants": tenants_seen, "events": measured.events, "sampler_errors": measured.sampler_errors,
-            "churn": churn_rates(load.rate if load else 0, len(claims) / measured.window_s,
+            "warmup_s": knobs.warmup_s, "seed": seed,
+            "churn": churn_rates(load.rate if load else 0, len(claims) / (measured.window_s - knobs.warmup_s),
                                  failed=measured.churn_failed, error=measured.churn_error),
-            "vacuum": {"windows_source": source, "cycles": len(windows), "long_enough": len(windows) >= knobs.min_cycles,
-                       "windows": [[round(w.start_s, 2), round(w.end_s, 2)] for w in windows],
-                       "analyze_windows": [[round(w.start_s, 2), round(w.end_s, 2)]
-                                           for w in evidence.analyze_windows(measured)]},
-            "alignment": {role: evidence.alignment(s, windows, knobs.trials, seed) for role, s in series.items()},
+            "vacuum": vacuum_outcome(spans, source, knobs),
+            "alignment": {role: evidence.alignment(s, spans, knobs.warmup_s) for role, s in series.items()},
             "series": evidence.compact(series, dead, measured.window_s),
             **stretches(measured, series, dead)}

@@ -15,6 +15,8 @@ OpenSearch, Qdrant and a Redis reliable queue, each its own server, at ``dedicat
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
 from pglimits_core.profiles import Strict
@@ -56,6 +58,9 @@ class Dedicated(Strict):
     levels: list[NonNegativeFloat] = Field(min_length=1)
     #: the churn's harness worker processes (redis-benchmark cannot pace: a paced harness load)
     churn_workers: PositiveInt = 2
+    #: the Redis queue's persistence (the queue study's option): ``always`` fsyncs every write
+    #: before its reply, the durability class (per_commit) of the Postgres churn's commits
+    churn_appendfsync: Literal["none", "everysec", "always"] = "always"
     #: OpenSearch's JVM heap (-Xms = -Xmx)
     heap: str = "1g"
     #: untimed queries of each engine once, at set-up, beyond every window's ``warmup_queries``: a
@@ -84,10 +89,13 @@ class InterferenceProfile(Strict):
     control_level: PositiveFloat | None = None
     held_xmin: Stall | None = None
     autovacuum_off: Stall | None = None
-    #: autovacuum cycles on the queue table a window must hold to count as "long enough"
+    #: autovacuum cycles on the queue table a window must hold after its warm-up to count as "long
+    #: enough" (the alignment table pools the repetitions: its verdict names the cycles it had)
     min_cycles: PositiveInt = 3
-    #: permutation trials of the alignment statistic per run
-    permutation_trials: PositiveInt = 2000
+    #: seconds at the start of every window left out of every statistic (their own phase: the
+    #: first second's p99 on the shared Postgres was 2.5x the rest of the window); each profile
+    #: states its own (full: 2 s), none unless it does
+    warmup_s: NonNegativeFloat = 0.0
     #: the dedicated side (None: Postgres side only)
     dedicated: Dedicated | None = None
 
@@ -106,4 +114,7 @@ class InterferenceProfile(Strict):
                 raise ValueError(f"dedicated levels {extra} are not among levels {self.levels}")
             if 0 not in self.dedicated.levels:
                 raise ValueError("dedicated levels must include 0: the dedicated side's own baseline")
+        acts = [s.before_s for s in (self.held_xmin, self.autovacuum_off) if s is not None]
+        if self.warmup_s >= min([self.window_s, *acts]):
+            raise ValueError(f"warmup_s {self.warmup_s} must end before the window and before any act starts")
         return self

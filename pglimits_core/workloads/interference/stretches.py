@@ -1,6 +1,6 @@
 """Before / during / after an act (held xmin, autovacuum off), and how long recovery took.
 
-``before`` = [0, act start), ``during`` = [act start, act end), ``after`` = [act end, window end).
+``before`` = [warm-up end, act start), ``during`` = [act start, act end), ``after`` = [act end, window end).
 Per stretch: the queue table's dead tuples (median and largest of its seconds), the churn's claim
 latency p99 (exact, from every pgbench transaction in the stretch) and each bystander's per-second
 p99 (median and worst of the stretch's seconds: the bystanders' histograms cover the whole
@@ -23,9 +23,11 @@ from pglimits_core.workloads.interference.evidence import BYSTANDERS, churn_in_w
 STRETCHES = ("before", "during", "after")
 
 
-def bounds(events: dict[str, Any], window_s: float) -> dict[str, tuple[float, float]]:
+def bounds(events: dict[str, Any], window_s: float, warmup_s: float = 0.0) -> dict[str, tuple[float, float]]:
+    """The three stretches; ``before`` starts after the warm-up (the start-up transient is no
+    part of "before the act")."""
     start, end = float(events["act_start_s"]), float(events["act_end_s"])
-    return {"before": (0.0, start), "during": (start, end), "after": (end, window_s)}
+    return {"before": (min(warmup_s, start), start), "during": (start, end), "after": (end, window_s)}
 
 
 def _inside(series: pd.Series, low: float, high: float) -> pd.Series:
@@ -68,7 +70,7 @@ def stretches(measured: Any, series: dict[str, pd.Series], dead: pd.Series) -> d
     """The three stretches and the recovery time of a run with an act (``{}`` without one)."""
     if "act_start_s" not in measured.events or measured.events.get("act_start_s") is None:
         return {}
-    spans = bounds(measured.events, measured.window_s)
+    spans = bounds(measured.events, measured.window_s, getattr(measured, "warmup_s", 0.0))
     rows = [stretch_row(name, *spans[name], measured, series, dead) for name in STRETCHES]
     return {"stretches": rows,
             "recovery_s": recovery_s(dead, spans["during"][0], spans["during"][1]),

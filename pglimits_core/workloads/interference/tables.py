@@ -5,8 +5,9 @@ evidence; the per-second rows stay in the record for anyone who wants more).
   repetitions, their min–max) against the side's own baseline (level 0: bystanders alone), the inflation
   in ms (each repetition's p99 minus the baseline median: median (min–max)) and the ratio, with
   the autovacuum cycles each window held; a window with fewer than ``min_cycles`` says so.
-- ``alignment``: per run and tenant, mean per-second p99 inside the queue table's autovacuum
-  windows vs outside, and the circular-shift permutation p-value.
+- ``alignment``: per mechanism, level and tenant, the repetitions pooled into one exact
+  circular-shift permutation test of the per-second p99 inside the autovacuum and auto-ANALYZE
+  spans vs outside (warm-up dropped), p = k/n, Benjamini–Hochberg across the rows (``aligned``).
 - ``stalls``: held xmin and autovacuum off, before / during / after, and the recovery seconds.
 - ``timeline``: the per-second series of the worst repetition of each mechanism and level (the
   Postgres side: the one with vacuum windows and dead tuples to draw).
@@ -23,8 +24,10 @@ from typing import Any
 
 import pandas as pd
 
+from pglimits_core.workloads.interference import aligned
 from pglimits_core.workloads.interference.plan import SIDES
 from pglimits_core.workloads.interference.points import SUSTAINED_SHARE
+from pglimits_core.workloads.interference.sides import durability_class
 
 TENANTS = ("fts", "vector", "churn")
 ORDER = {"baseline": 0, "churn": 1, "control": 2, "held_xmin": 3, "autovacuum_off": 4}
@@ -41,7 +44,18 @@ def run_row(record: dict[str, Any]) -> dict[str, Any]:
             "repetition": params.get("repetition"), "window_s": params.get("window_s"),
             "min_cycles": params.get("min_cycles"), "cycles": vacuum.get("cycles"),
             "windows_source": vacuum.get("windows_source"), "jobs_per_s": (outcome.get("churn") or {}).get("jobs_per_s"),
-            "server_cpu_pct": (manifest.get("cpu") or {}).get("server_cpu_pct_median"), "outcome": outcome}
+            "server_cpu_pct": (manifest.get("cpu") or {}).get("server_cpu_pct_median"), "outcome": outcome,
+            "params": params, "client_bound": manifest.get("client_bound"),
+            "durability": durability_class(params.get("side") or "postgres", manifest.get("servers") or {})}
+
+
+def summary_p99(record: dict[str, Any], tenant: str, kind: str) -> float | None:
+    """A tenant's p99 (ms) of one latency kind from summary.json (schedule_lag, service_time)."""
+    for entry in (record.get("summary") or {}).get("entries", []):
+        if entry.get("role") == tenant:
+            value = ((entry.get("latencies") or {}).get(kind) or {}).get("p99_us")
+            return None if value is None else round(value / 1000, 3)
+    return None
 
 
 def interference_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -52,11 +66,13 @@ def interference_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
         outcome = base["outcome"]
         params = record["manifest"].get("params", {})
         for tenant, stats in (outcome.get("tenants") or {}).items():
-            aligned = (outcome.get("alignment") or {}).get(tenant) or {}
+            recorded = (outcome.get("alignment") or {}).get(tenant) or {}
             offered = params.get(OFFERED.get(tenant, "churn_rate"))
             rows.append({**base, "tenant": tenant, **{k: stats.get(k) for k in ("count", "p50_ms", "p99_ms", "max_ms")},
                          "offered_per_s": offered, "achieved_per_s": per_second(stats.get("count"), base["window_s"]),
-                         **{f"align_{k}": aligned.get(k) for k in ("inside_p99_ms", "outside_p99_ms", "observed_ms",
+                         "service_p99_ms": summary_p99(record, tenant, "service_time"),
+                         "lag_p99_ms": summary_p99(record, tenant, "schedule_lag"),
+                         **{f"align_{k}": recorded.get(k) for k in ("inside_p99_ms", "outside_p99_ms", "observed_ms",
                                                                    "p_value", "reason")}})
     return pd.DataFrame(rows)
 
@@ -106,6 +122,21 @@ def cycles_note(rows: pd.DataFrame) -> str:
     return f"{short} of {len(cycles)} windows < {int(need.iloc[0])} autovacuum cycles" if short else "ok"
 
 
+def queueing(rows: pd.DataFrame) -> bool | None:
+    """The tenant waited for a worker at least as long as it was served (median schedule-lag p99
+    ≥ median service-time p99): its p99 is mostly its own queue, so any extra load inflates it
+    more than it would a tenant with headroom. None: not recorded."""
+    lag = pd.to_numeric(rows.get("lag_p99_ms"), errors="coerce").dropna()
+    service = pd.to_numeric(rows.get("service_p99_ms"), errors="coerce").dropna()
+    return None if lag.empty or service.empty else bool(lag.median() >= service.median())
+
+
+def unknown_bound(rows: pd.DataFrame) -> str:
+    """Runs whose CPU verdict could not say whether the client bound them (kept, marked)."""
+    unknown = int(rows.drop_duplicates("run_id").client_bound.isna().sum()) if "client_bound" in rows else 0
+    return f"{unknown} of {rows.run_id.nunique()} runs: client-bound unknown" if unknown else "none"
+
+
 def sustained(rows: pd.DataFrame) -> bool | None:
     """The churn met its offered rate in every window (None: no churn)."""
     offered = pd.to_numeric(rows.churn_rate, errors="coerce")
@@ -127,11 +158,15 @@ def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "backlog": group.backlog.iloc[0], "tenant": tenant, "runs": len(group), "p99_ms": spread(p99), "baseline_p99_ms": base,
                     "inflation_ms": spread(p99 - base) if base is not None else "—",
                     "ratio": round(p99.median() / base, 2) if base else None,
+                    "ratio_min": round(p99.min() / base, 2) if base else None,
+                    "ratio_max": round(p99.max() / base, 2) if base else None,
+                    "service_p99_ms": spread(group.service_p99_ms), "lag_p99_ms": spread(group.lag_p99_ms),
                     "max_ms": spread(group.max_ms), "achieved_per_s": spread(group.achieved_per_s, 0),
                     "kept_up": kept_up(group), "jobs_per_s": spread(group.jobs_per_s, 0),
                     "churn_sustained": sustained(group),
                     "server_cpu_pct": spread(group.server_cpu_pct, 0), "autovacuum_cycles": spread(group.cycles, 0),
-                    "cycles_note": cycles_note(group)})
+                    "cycles_note": cycles_note(group), "client_bound_unknown": unknown_bound(group),
+                    "queueing": queueing(group), "durability": group.durability.iloc[0]})
     table = pd.DataFrame(out)
     return table.sort_values(["side", "mechanism", "level", "tenant"], key=_order, ignore_index=True)
 
@@ -153,13 +188,8 @@ def postgres_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def alignment_table(frame: pd.DataFrame) -> pd.DataFrame:
-    rows = postgres_rows(frame)
-    if rows.empty:
-        return pd.DataFrame()
-    columns = ["mechanism", "level", "repetition", "tenant", "cycles", "windows_source", "align_inside_p99_ms",
-               "align_outside_p99_ms", "align_observed_ms", "align_p_value", "align_reason"]
-    table = rows[rows.mechanism != "baseline"][columns].rename(columns=lambda c: c.removeprefix("align_"))
-    return table.sort_values(["mechanism", "level", "repetition", "tenant"], key=_order, ignore_index=True)
+    """Pooled over repetitions, BH across rows (see ``aligned``)."""
+    return aligned.alignment_table(postgres_rows(frame))
 
 
 def stalls_table(frame: pd.DataFrame) -> pd.DataFrame:

@@ -16,11 +16,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pglimits_core.load import BackgroundLoad, OpenLoop, Role
+from pglimits_core.load import BackgroundLoad, OpenLoop, Phase, Role
 from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.load.tools import PgbenchLoad
 from pglimits_core.load.tools.pgbench import read_logs
@@ -63,6 +63,34 @@ class Measured:
     #: the server log could be read (an empty text then means: no autovacuum ran)
     log_readable: bool = False
     sampler_errors: dict[str, int] = field(default_factory=dict)
+    #: the first seconds of the window, their own phase: left out of every statistic
+    warmup_s: float = 0.0
+
+
+#: the bystanders' phase before ``PHASE`` (recorded, left out of the summary and the histograms)
+WARMUP = "warmup"
+
+
+class WarmedLoad(BackgroundLoad):
+    """``BackgroundLoad`` whose first ``warmup_s`` seconds are a phase of their own: the
+    ``load`` phase's histograms and summary then start after the start-up transient (the first
+    second's p99 was 2.5x the rest of the window on the shared Postgres)."""
+
+    def __init__(self, roles: list[Role], warmup_s: float, **options: Any):
+        super().__init__(roles, **options)
+        self.warmup_s = warmup_s
+        if warmup_s > 0:
+            self.spec = replace(self.spec, phases=[Phase(WARMUP, warmup_s, warmup=True), *self.spec.phases])
+
+    def _ran_phases(self) -> list:
+        """Each phase as long as it really ran: the warm-up, then the rest until the stop."""
+        if self._started is None:
+            return self.spec.phase_infos()
+        elapsed, offset, ran = time.monotonic() - self._started, 0.0, []
+        for info in self.spec.phase_infos():
+            ran.append(replace(info, duration_s=round(max(0.0, min(info.duration_s, elapsed - offset)), 3)))
+            offset += info.duration_s
+        return ran
 
 
 def log_tail(ctx: Any) -> ServerLogTail | None:
@@ -94,9 +122,11 @@ def sleep_until(deadline: float) -> None:
 
 
 def measure_window(ctx: Any, roles: list[Role], churn: Churn | None, window_s: float, seed: int,
-                   tables: list[str], act: Callable[[float], dict[str, float]] | None = None) -> Measured:
-    """Run every tenant for ``window_s``; ``act(origin_monotonic)`` does the mechanism's act at its
-    seconds and returns when they happened (seconds from t = 0)."""
+                   tables: list[str], act: Callable[[float], dict[str, float]] | None = None,
+                   warmup_s: float = 0.0) -> Measured:
+    """Run every tenant for ``window_s`` (its first ``warmup_s`` a phase of their own);
+    ``act(origin_monotonic)`` does the mechanism's act at its seconds and returns when they
+    happened (seconds from t = 0)."""
     endpoint = ctx.endpoints[SERVER]
     tail = log_tail(ctx)
     with tempfile.TemporaryDirectory(prefix="interference-") as scratch:
@@ -104,7 +134,7 @@ def measure_window(ctx: Any, roles: list[Role], churn: Churn | None, window_s: f
         sampler_list = [*samplers_for(SERVER, endpoint, tables, lambda: active_worker_pids() + process.pids()),
                         VacuumSampler(endpoint.url, tables=tables)]
         with SamplerSet(sampler_list) as samplers:
-            measured = _run_tenants(endpoint.url, roles, churn, window_s, seed, process, act)
+            measured = _run_tenants(endpoint.url, roles, churn, (window_s, warmup_s), seed, process, act)
         sampler_start = samplers.threads[0].start_time if samplers.threads else measured.origin_monotonic
         measured.frame = shifted(samplers.dataframe(), sampler_start - measured.origin_monotonic)
         measured.sampler_errors = samplers.errors()
@@ -115,11 +145,11 @@ def measure_window(ctx: Any, roles: list[Role], churn: Churn | None, window_s: f
     return measured
 
 
-def _run_tenants(url: str, roles: list[Role], churn: Churn | None, window_s: float, seed: int,
+def _run_tenants(url: str, roles: list[Role], churn: Churn | None, span: tuple[float, float], seed: int,
                  process: ToolProcess, act: Callable[[float], dict[str, float]] | None) -> Measured:
     """Bystanders from t = 0, the churn right after, the act, until the window ends."""
-    thread = None
-    with BackgroundLoad(roles, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load:
+    thread, (window_s, warmup_s) = None, span
+    with WarmedLoad(roles, warmup_s, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load:
         origin, origin_epoch = time.monotonic(), time.time()
         if churn is not None:
             seconds = math.ceil(window_s + 0.3)  # pgbench -T: whole seconds, past the window's end
@@ -130,7 +160,8 @@ def _run_tenants(url: str, roles: list[Role], churn: Churn | None, window_s: flo
         sleep_until(origin + window_s)
     if thread is not None:
         thread.join(window_s + 180)
-    measured = Measured(load.result, None, origin_epoch, window_s, events, origin_monotonic=origin)
+    measured = Measured(load.result, None, origin_epoch, window_s, events, origin_monotonic=origin,
+                        warmup_s=warmup_s)
     if thread is not None:
         measured.churn_result, measured.churn_error = thread.result, thread.error
     return measured

@@ -6,13 +6,18 @@ queue, within one durability class wherever both were measured in it.
   meets the target when most of its runs were sustained within it (k of n), and the cell is
   decided on that (``target_outcome``), even for client-bound runs;
 - the highest open-loop rate whose p99 met the bound (the cliff search);
-- peak closed-loop throughput (any consumer count), like for like only: the same delivery
-  guarantee (a DELETE claim is at-most-once, Redis's LMOVE+LREM at-least-once) and the same batch.
+- the best closed-loop throughput of the measured consumer counts, like for like only: the same
+  delivery guarantee (a DELETE claim is at-most-once, Redis's LMOVE+LREM at-least-once) and the
+  same batch; a side whose rate the server did not set is judged by server CPU per job from its
+  trusted runs only (``analysis.runs.trusted``), and with none the harness does not decide.
+
+A latency cell whose chosen design's producers never offered the rate (``offered_only``) is no
+verdict on either queue ("not decided here: the harness, not the queue: ..."). Where the server SIGKILL drill lost
+acknowledged messages of a design in the cell's durability class, the class says so.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
@@ -21,28 +26,20 @@ import pandas as pd
 from pglimits_core.analysis.decision import Cell, target_outcome, usable
 from pglimits_core.analysis.runs import box_saturated, flag
 from pglimits_core.analysis.verdict import Side
+from pglimits_core.workloads.queue.durability_tables import sigkill_note
 from pglimits_core.workloads.queue.head_to_head import number, pair
 from pglimits_core.workloads.queue.latency_names import FROM, NAME, P99
-from pglimits_core.workloads.queue.systems.registry import REGISTRY, SERVER_FOR
+from pglimits_core.workloads.queue.like_for_like import (  # noqa: F401 (the like-for-like test, re-exported)
+    batch_of,
+    delivery_of,
+    offered_only,
+    same_terms,
+    server_of,
+)
 
 P99_TARGET_MS = 50.0
 TARGET = f"{NAME} p99 ≤ {P99_TARGET_MS:.0f} ms ({FROM})"
 DEDICATED = "redis"
-
-
-def server_of(variant: str) -> str:
-    """The server a variant's system runs on ("pg_delete batch=50" -> "postgres")."""
-    return SERVER_FOR.get(str(variant).split()[0], "")
-
-
-def delivery_of(variant: str) -> str:
-    """The system's delivery guarantee ("at-least-once" / "at-most-once"), from its class."""
-    return REGISTRY.system_class(str(variant).split()[0]).delivery_guarantee
-
-
-def batch_of(variant: str) -> str:
-    found = re.search(r"\bbatch=(\d+)", str(variant))
-    return found.group(1) if found else ""
 
 
 def client_bound(values: pd.Series) -> bool | None:
@@ -54,22 +51,24 @@ def client_bound(values: pd.Series) -> bool | None:
 
 
 def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
-    return [*latency_cells(tables.get("latency")), *cliff_cells(tables.get("cliff")),
-            *peak_cells(tables.get("throughput"))]
+    recovery = tables.get("recovery")
+    return [*latency_cells(tables.get("latency"), recovery), *cliff_cells(tables.get("cliff")),
+            *peak_cells(tables.get("throughput"), recovery)]
 
 
 def _latency_design(variant: str, runs: pd.DataFrame) -> dict:
     met = runs["sustained"].astype(bool) & (runs[P99] <= P99_TARGET_MS)
     p99 = runs[P99].median()
     return {"variant": variant, "met": int(met.sum()), "n": len(runs), "p99": p99,
-            "low": runs[P99].min(), "high": runs[P99].max(),
+            "low": runs[P99].min(), "high": runs[P99].max(), "short": offered_only(runs),
             "side": Side(variant, 1000 / p99 if p99 else None, client_bound=client_bound(runs["client_bound"]),
                          box_saturated=flag(box_saturated(runs)))}
 
 
 def _latency_rank(design: dict) -> tuple:
-    """Most runs within the target first, then the lowest median p99."""
-    return -design["met"], design["p99"]
+    """Most runs within the target first, then a design its producers offered the rate to, then
+    the lowest median p99."""
+    return -design["met"], bool(design["short"]), design["p99"]
 
 
 def _best_latency(designs: list[dict]) -> dict | None:
@@ -86,7 +85,7 @@ def _best_pair(dedicated: list, on_pg: list, variant_of) -> tuple[Any, list]:
     return (dedicated[0] if dedicated else None), []
 
 
-def latency_cells(latency: pd.DataFrame | None) -> list[Cell]:
+def latency_cells(latency: pd.DataFrame | None, recovery: pd.DataFrame | None = None) -> list[Cell]:
     if not usable(latency, "variant", "durability_class", "offered_per_s", "sustained", P99, "client_bound"):
         return []
     cells = []
@@ -97,12 +96,22 @@ def latency_cells(latency: pd.DataFrame | None) -> list[Cell]:
         ded, alike = _best_pair(dedicated, on_pg, lambda design: design["variant"])
         if not on_pg and ded is None:
             continue
-        cell = _latency_cell(f"open loop {rate:,.0f} msg/s, durability {durability}",
-                             _best_latency(alike or on_pg), ded)
+        pg = _best_latency(alike or on_pg)
+        cell = _latency_cell(f"open loop {rate:,.0f} msg/s, durability {durability}{sigkill_note(recovery, durability)}",
+                             pg, ded)
         if on_pg and ded is not None and not alike:  # e.g. only at-most-once delete-mode against at-least-once
             cell = replace(cell, unjudged="not like for like (delivery / batch)", outcome="")
+        elif short := harness_short(pg, ded):
+            cell = replace(cell, unjudged=short, outcome="")
         cells.append(cell)
     return cells
+
+
+def harness_short(*designs: dict | None) -> str:
+    """Why a latency cell is no verdict on either queue: a side's producers never offered the
+    rate (``like_for_like.offered_only``), "" when both did."""
+    short = [f"{d['short']} to {d['variant']}" for d in designs if d is not None and d["short"]]
+    return f"the harness, not the queue: {'; '.join(short)}" if short else ""
 
 
 def _latency_cell(scale: str, pg: dict | None, ded: dict | None) -> Cell:
@@ -139,37 +148,47 @@ def cliff_cells(cliff: pd.DataFrame | None) -> list[Cell]:
                  unjudged=unjudged)]
 
 
-def peak_cells(throughput: pd.DataFrame | None) -> list[Cell]:
+def peak_cells(throughput: pd.DataFrame | None, recovery: pd.DataFrame | None = None) -> list[Cell]:
     if not usable(throughput, "variant", "durability_class", "jobs_per_s", "min_jobs_per_s", "max_jobs_per_s",
                   "client_bound", "consumers"):
         return []
-    cells = []
-    for durability, rows in throughput.groupby("durability_class", sort=False):
-        on_pg = rows[rows["variant"].map(server_of) == "postgres"]
-        dedicated = rows[rows["variant"].map(server_of) == DEDICATED].sort_values("jobs_per_s", ascending=False)
-        ded, pairs = _best_pair([row for _, row in dedicated.iterrows()], [row for _, row in on_pg.iterrows()],
-                                lambda row: row["variant"])
-        alike = pd.DataFrame(pairs) if pairs else None
-        pg = _highest(on_pg if alike is None else alike, "jobs_per_s")
-        if pg is None and ded is None:
-            continue
-        cells.append(Cell("queue", f"peak closed-loop throughput, durability {durability}", "none (flat out)",
-                          _side(pg, "jobs_per_s"), _side(ded, "jobs_per_s"), "throughput", unit="jobs/s",
-                          figures=(_peak_text(pg), _peak_text(ded)),
-                          missing="no Postgres design in this durability class" if pg is None
-                          else "no Redis design in this durability class",
-                          unjudged="not like for like (delivery / batch)" if alike is None and pg is not None
-                          and ded is not None else ""))
-    return cells
+    cells = [_peak_cell(f"{durability}{sigkill_note(recovery, durability)}", rows)
+             for durability, rows in throughput.groupby("durability_class", sort=False)]
+    return [cell for cell in cells if cell is not None]
 
 
-def same_terms(postgres: str, dedicated: str) -> bool:
-    """The one like-for-like test of every queue cell: the same delivery guarantee and, where
-    both designs name one, the same batch size (claiming more per statement decides more than
-    the engine)."""
-    if delivery_of(postgres) != delivery_of(dedicated):
-        return False
-    return not batch_of(dedicated) or batch_of(postgres) in (batch_of(dedicated), "")
+def _peak_cell(durability: str, rows: pd.DataFrame) -> Cell | None:
+    """The best like-for-like pair of one durability class (``durability``: its name as shown)."""
+    on_pg = rows[rows["variant"].map(server_of) == "postgres"]
+    dedicated = rows[rows["variant"].map(server_of) == DEDICATED].sort_values("jobs_per_s", ascending=False)
+    ded, pairs = _best_pair([row for _, row in dedicated.iterrows()], [row for _, row in on_pg.iterrows()],
+                            lambda row: row["variant"])
+    alike = pd.DataFrame(pairs) if pairs else None
+    pg = _highest(on_pg if alike is None else alike, "jobs_per_s")
+    if pg is None and ded is None:
+        return None
+    unlike = alike is None and pg is not None and ded is not None
+    cell = Cell("queue", f"best closed-loop throughput of the measured consumer counts, durability {durability}",
+                "none (flat out)", _side(pg, "jobs_per_s"), _side(ded, "jobs_per_s"), "throughput", unit="jobs/s",
+                figures=(_peak_text(pg), _peak_text(ded)),
+                missing="no Postgres design in this durability class" if pg is None
+                else "no Redis design in this durability class",
+                unjudged="not like for like (delivery / batch)" if unlike else "")
+    return replace(cell, unjudged=untrusted_cpu(cell, pg, ded)) if not cell.unjudged else cell
+
+
+def untrusted_cpu(cell: Cell, *rows: pd.Series | None) -> str:
+    """A cell the rate cannot decide (a side not set by its server) falls to server CPU per job;
+    a side with no run whose CPU split can be believed (``server_cpu_runs`` 0) leaves the harness
+    undecided, rather than the rule falling back on the split it doubted. "" otherwise."""
+    if cell.postgres is None or cell.dedicated is None or (cell.postgres.server_side and cell.dedicated.server_side):
+        return ""
+    doubted = [str(row["variant"]) for row in rows if row is not None and row.get("server_cpu_runs") == 0]
+    if not doubted:
+        return ""
+    return (f"the harness cannot tell: {' and '.join(doubted)} not set by the server, and no run of it has a CPU "
+            "split that can be trusted (CPU outside client and server, or \"cannot tell\"): server CPU per job "
+            "cannot decide")
 
 
 def _highest(rows: pd.DataFrame, column: str) -> pd.Series | None:
@@ -185,7 +204,6 @@ def _side(row: pd.Series | None, column: str) -> Side | None:
                 value_range=spread, server_cpu_us_per_op=number(row.get("server_cpu_us_per_job")),
                 cpu_range=pair(row.get("min_server_cpu_us_per_job"), row.get("max_server_cpu_us_per_job")),
                 box_saturated=flag(row.get("box_saturated")))
-
 
 
 def _peak_text(row: pd.Series | None) -> str:

@@ -3,8 +3,13 @@ of each throughput and latency row against its head-to-head counterpart.
 
 A row's counterpart is the best design on the other side of the study's question — a Postgres
 row against the best non-Postgres design (Redis, SQLite), any other row against the best
-Postgres design — in the same durability class at the same point (consumers; offered rate).
-The core rule judges the pair; nothing here re-words it. A latency side whose design cannot
+Postgres design — in the same durability class at the same point (consumers; offered rate),
+like for like only (``like_for_like.same_terms``, the decision cells' test: the same delivery
+guarantee and batch). The core rule judges the pair; nothing here re-words it. A side the
+harness itself failed (``undecided``: its producers never offered the rate) is "not decided by
+the harness" whatever its figures. A latency side carries no server CPU per job: at an offered
+rate it measures the consumers' empty polls (a 1 ms idle sleep, a harness parameter), so the
+row is decided by its p99 or not at all. A latency side whose design cannot
 reach the offered rate on this box at all — even its best closed-loop burn-down run, consumers
 alone with no producers, stayed below it (``reach``) — is ``reaches_rate=False``: the pair is
 "not comparable here", never "differ".
@@ -18,11 +23,14 @@ import pandas as pd
 
 from pglimits_core.analysis.flags import flag_set
 from pglimits_core.analysis.runs import flag
-from pglimits_core.analysis.verdict import Side, decide
+from pglimits_core.analysis.verdict import NOT_BY_HARNESS, Side, decide
 from pglimits_core.workloads.queue.latency_names import P99
+from pglimits_core.workloads.queue.like_for_like import alike, offered_only
 from pglimits_core.workloads.queue.systems.registry import SERVER_FOR
 
 NO_COUNTERPART = "no counterpart measured in this durability class at this point"
+NO_LIKE_FOR_LIKE = ("no like-for-like counterpart (same durability class, delivery guarantee and batch) "
+                    "at this point")
 
 
 @dataclass(frozen=True)
@@ -67,19 +75,30 @@ def on_postgres(variant: str) -> bool:
 
 def verdict_columns(sides: pd.DataFrame) -> pd.DataFrame:
     """``sides``: one row per design at a point (``variant``, ``durability_class``, ``point``,
-    ``side``: its ``Side``, ``better``: higher is better). Adds ``versus``, ``verdict_class``
-    and ``verdict_why`` against each row's counterpart."""
-    out = []
-    for _, row in sides.iterrows():
-        rivals = sides[(sides.durability_class == row.durability_class) & (sides.point == row.point)
+    ``side``: its ``Side``, ``better``: higher is better; optional ``undecided``: why the harness
+    cannot judge it). Adds ``versus``, ``verdict_class`` and ``verdict_why`` against each row's
+    like-for-like counterpart."""
+    return pd.DataFrame([_verdict_row(row, sides) for _, row in sides.iterrows()], index=sides.index)
+
+
+def _verdict_row(row: pd.Series, sides: pd.DataFrame) -> dict:
+    other_side = sides[(sides.durability_class == row.durability_class) & (sides.point == row.point)
                        & (sides.variant.map(on_postgres) != on_postgres(row.variant))]
-        if rivals.empty:
-            out.append({"versus": "—", "verdict_class": "—", "verdict_why": NO_COUNTERPART})
-            continue
-        rival = rivals.loc[rivals.better.idxmax()]
-        verdict = decide(row.side, rival.side)
-        out.append({"versus": rival.variant, "verdict_class": verdict.klass, "verdict_why": verdict.why})
-    return pd.DataFrame(out, index=sides.index)
+    rivals = other_side[other_side.variant.map(lambda other: alike(row.variant, other))]
+    if rivals.empty:
+        why = NO_LIKE_FOR_LIKE if len(other_side) else NO_COUNTERPART
+        return {"versus": "—", "verdict_class": "—", "verdict_why": why}
+    rival = rivals.loc[rivals.better.idxmax()]
+    undecided = _undecided(row) or (f"{rival.variant}: {_undecided(rival)}" if _undecided(rival) else "")
+    if undecided:
+        return {"versus": rival.variant, "verdict_class": NOT_BY_HARNESS, "verdict_why": undecided}
+    verdict = decide(row.side, rival.side)
+    return {"versus": rival.variant, "verdict_class": verdict.klass, "verdict_why": verdict.why}
+
+
+def _undecided(row: pd.Series) -> str:
+    why = row.get("undecided", "")
+    return why if isinstance(why, str) else ""
 
 
 def _range(values: pd.Series) -> tuple[float, float] | None:
@@ -124,18 +143,12 @@ def latency_verdicts(table: pd.DataFrame, reaches: dict[str, Reach]) -> pd.DataF
 def _latency_side(variant: str, rate: float, runs: pd.DataFrame, reaches: dict[str, Reach]) -> dict:
     p99 = runs[P99].median()
     p99s = _range(runs[P99])
+    # no server CPU per job: at an offered rate it is mostly empty polls (see the module docstring)
     side = Side(variant, 1000 / p99 if p99 else None, client_bound=_any_bound(runs.client_bound),
-                server_cpu_us_per_op=_median(runs.server_cpu_us_per_job),
                 reaches_rate=not cannot_reach(reaches, variant, rate),
-                value_range=(1000 / p99s[1], 1000 / p99s[0]) if p99s and p99s[0] else None,
-                cpu_range=_range(runs.server_cpu_us_per_job))
+                value_range=(1000 / p99s[1], 1000 / p99s[0]) if p99s and p99s[0] else None)
     return {"variant": variant, "durability_class": runs.durability_class.iloc[0], "point": rate,
-            "better": side.value or 0.0, "side": side}
-
-
-def _median(values: pd.Series) -> float | None:
-    known = pd.to_numeric(values, errors="coerce").dropna()
-    return float(known.median()) if len(known) else None
+            "better": side.value or 0.0, "side": side, "undecided": offered_only(runs)}
 
 
 def _bound(value) -> bool | None:

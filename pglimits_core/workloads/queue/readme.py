@@ -5,21 +5,33 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pglimits_core.analysis.verdict import NOT_BY_HARNESS
 from pglimits_core.workloads.queue import tables as queue_tables
 from pglimits_core.workloads.queue.drills.backup_tables import backup_lines
 from pglimits_core.workloads.queue.drills.consumer_crash_tables import consumer_crash_lines
 from pglimits_core.workloads.queue.drills.recovery_tables import FOREIGN_STATE, SIGKILL_NOTE
-from pglimits_core.workloads.queue.durability_tables import UNKNOWN, label, sort_by_class
+from pglimits_core.workloads.queue.durability_tables import (
+    UNKNOWN,
+    label,
+    sigkill_losers,
+    sort_by_class,
+)
 from pglimits_core.workloads.queue.latency_names import DEFINITION, NAME, P99
+from pglimits_core.workloads.queue.like_for_like import offered_only, offered_text, short_side
 from pglimits_core.workloads.queue.tables import any_verdict, flag_set
 
 HOW_TO_READ = (
     "Rows are grouped by durability class (fsync per commit / periodic / none): compare within a "
     "class. Median over the runs that measured the point (min–max; `k of n runs` when fewer than "
-    "all did); `@n` = at n consumers; `≥ x (producer-bound)` / `≥ x (backlog ran out)` = a lower "
-    "bound: the consumers waited on the producers or on an empty backlog, so they can do at least "
-    "x; ᶜ = client-bound (the Python harness, not the server, was the limit — see `pglimits bench "
+    "all did); `@n` = at n consumers (the best of the consumer counts measured, not a true peak); "
+    "`≥ x (producer-bound)` / `≥ x (backlog ran out)` = a lower bound: the consumers waited on the "
+    "producers or on an empty backlog, so they can do at least x; ᶜ = client-bound (the Python harness, not the server, was the limit — see `pglimits bench "
     f"harness`; not applicable to SQLite, whose engine runs in the client). The {DEFINITION}.")
+
+
+# a design's best figure over the consumer counts it was measured at: a floor of its peak when
+# its curve was still rising at the last count measured (most designs ran at 4 and 16 only)
+BEST_OF = "best of the measured consumer counts @consumers"
 
 
 def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
@@ -28,8 +40,10 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     blocks."""
     lines = [f"{HOW_TO_READ} {links}", "", headline_table(tables).to_markdown(index=False), ""]
     lines += kept_up_lines(tables.get("latency")) + harness_bench_lines(tables.get("harness_bench"))
-    return (lines + recovery_lines(tables.get("recovery")) + consumer_crash_lines(tables.get("consumer_crash"))
-            + fairness_lines(tables.get("fairness")) + backup_lines(tables.get("backup")))
+    recovery = tables.get("recovery")
+    return (lines + recovery_lines(recovery) + sigkill_class_lines(recovery)
+            + consumer_crash_lines(tables.get("consumer_crash")) + fairness_lines(tables.get("fairness"))
+            + backup_lines(tables.get("backup")))
 
 
 def _spread_text(row: pd.Series, with_consumers: bool = False) -> str:
@@ -66,9 +80,9 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         return pd.DataFrame({"note": ["no throughput run recorded: nothing to headline (see what could not be run)"]})
     low = int(sweep.consumers.min())
     head = pd.DataFrame({f"burn-down jobs/s, {low} consumer{'s' if low > 1 else ''}": _at_consumers(sweep, low),
-                         "burn-down jobs/s, peak @consumers": _peak(sweep)})
+                         f"burn-down jobs/s, {BEST_OF}": _peak(sweep)})
     if not tables["steady"].empty:
-        head["steady-state jobs/s, peak @consumers"] = _peak(tables["steady"])
+        head[f"steady-state jobs/s, {BEST_OF}"] = _peak(tables["steady"])
     for rate, group in tables["latency"].groupby("offered_per_s"):
         head[f"{NAME} p99 ms at {rate:,.0f}/s"] = pd.Series({variant: _latency_cell(runs)
                                                              for variant, runs in group.groupby("variant")})
@@ -83,23 +97,53 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 def _latency_cell(runs: pd.DataFrame) -> str:
     """Median p99 over the runs (min–max), ᶜ when any run was client-bound; a rate held in only
-    some runs says in how many (k of n), with the p99 of those runs; in none: "not sustained"."""
+    some runs says in how many (k of n), with the p99 of those runs; in none: "not sustained" and
+    which side fell short; a rate the producers never offered: not decided by the harness."""
+    if short := offered_only(runs):
+        return f"{NOT_BY_HARNESS}: {short}"
     held = runs[runs.sustained.astype(bool)]
     if held.empty:
-        return f"not sustained (0 of {len(runs)} runs)"
+        return f"not sustained (0 of {len(runs)} runs{_short_sides(runs)})"
     p99 = held[P99]
     spread = f" ({p99.min():.2f}–{p99.max():.2f})" if p99.max() > p99.min() else ""
     cell = f"{p99.median():.2f}{spread}" + (" ᶜ" if any_verdict(held.client_bound) else "")
     return cell if len(held) == len(runs) else f"{cell} (sustained in {len(held)} of {len(runs)} runs)"
 
 
+def _short_sides(runs: pd.DataFrame) -> str:
+    """"; consumers short" (every run), "; producers short in 1, consumers short in 2" (mixed),
+    "" where the records do not say."""
+    sides = pd.Series([short_side(run) for run in runs.itertuples()]).replace("", pd.NA).dropna()
+    if sides.empty:
+        return ""
+    counts = sides.value_counts()
+    if len(counts) == 1:
+        return f"; {counts.index[0]}"
+    return "; " + ", ".join(f"{side} in {n}" for side, n in counts.sort_index(ascending=False).items())
+
+
 def kept_up_lines(latency: pd.DataFrame | None) -> list[str]:
-    """Who kept up at each offered rate, in k of n runs, from the latency records."""
+    """Who kept up at each offered rate, in k of n runs, from the latency records; designs whose
+    producers never offered the rate are counted apart (not decided by the harness)."""
     if latency is None or latency.empty:
         return []
-    parts = [f"at {rate:,.0f}/s {_kept_up(group)}" for rate, group in latency.groupby("offered_per_s")]
+    parts = [f"at {rate:,.0f}/s {_kept_up_at(group)}" for rate, group in latency.groupby("offered_per_s")]
     return ["**Who kept up** (open loop: producers held the offered rate and consumers kept up with it, "
             "k of n runs): " + "; ".join(parts) + ".", ""]
+
+
+def _kept_up_at(group: pd.DataFrame) -> str:
+    short = {variant: offered_only(runs) for variant, runs in group.groupby("variant")}
+    short = {variant: why for variant, why in short.items() if why}
+    offered = group[~group.variant.isin(list(short))]
+    text = _kept_up(offered) if len(offered) else ""
+    if not short:
+        return text
+    achieved = group[group.variant.isin(list(short))].groupby("variant").achieved_per_s.median()
+    rate = group.offered_per_s.iloc[0]
+    harness = (f"{NOT_BY_HARNESS} for {len(short)} design{'s' if len(short) > 1 else ''} "
+               f"({offered_text(achieved.min(), achieved.max(), rate)})")
+    return f"{text}, {harness}" if text else harness
 
 
 def _kept_up(group: pd.DataFrame) -> str:
@@ -160,6 +204,18 @@ def recovery_lines(recovery: pd.DataFrame) -> list[str]:
             f"{SIGKILL_NOTE}. Postgres restart time is WAL replay: `WAL to replay` is the WAL written since the "
             "last checkpoint when the server was killed (bounded by `checkpoint_timeout`/`max_wal_size`); "
             "the `queue-recovery` figure plots time against it, one point per drill.", ""]
+
+
+def sigkill_class_lines(recovery: pd.DataFrame | None) -> list[str]:
+    """One class can hold two promises: the designs of each class whose acknowledged messages the
+    server SIGKILL drill lost (the others in the drill lost none)."""
+    losers = sigkill_losers(recovery)
+    if not losers:
+        return []
+    parts = [f"{label(name)}: {'; '.join(found)}" for name, found in losers.items()]
+    return ["**Durability class vs the server SIGKILL drill**: a class groups designs by when they fsync, "
+            "not by what a process kill loses. Lost acknowledged messages in the crash drill — "
+            + "; ".join(parts) + " (every other design in the drill lost none).", ""]
 
 
 def _first_claim(row) -> str:

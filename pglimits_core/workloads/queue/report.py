@@ -30,15 +30,19 @@ CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b>
                      f"of the point. The {DEFINITION} (columns <code>send_to_claim_*</code>).")
 
 HEAD_TO_HEAD = ("; server_cpu_us_per_job = the server's own CPU per job (µs; every server process the sampler "
-                "saw, Postgres parallel and autovacuum workers included); verdict_class = who set the limit "
-                "(analysis/verdict.py) against `versus`, the best design on the other side (Postgres / not "
-                "Postgres) in the same durability class at the same point")
+                "saw, Postgres parallel and autovacuum workers included; in the throughput table over the "
+                "runs whose CPU split can be trusted, counted in server_cpu_runs); verdict_class = who set "
+                "the limit (analysis/verdict.py) against `versus`, the best like-for-like design on the "
+                "other side (Postgres / not Postgres): the same durability class, delivery guarantee and "
+                "batch at the same point")
 CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)" + HEAD_TO_HEAD,
             "steady": "Steady state per consumer count (producers hold a target depth; ≥ = producer-bound)",
             "latency": "Latency at matched offered rates (open loop; enqueue from the intended start; "
                        f"{NAME}, {FROM} to the claim's return, the ack not in it)" + HEAD_TO_HEAD
-                       + " (idle polls included in the CPU per job; a design whose best burn-down run, with no "
-                         "producers, stays below the rate is not comparable here)",
+                       + " (idle polls included in the CPU per job, so a latency row is never decided by it; "
+                         "a design whose best burn-down run, with no producers, stays below the rate is not "
+                         "comparable here; a rate its producers stayed below 95 % of is not decided by the "
+                         "harness)",
             "cliff": f"The cliff: highest sustainable rate and the first rate that failed (the bound is on {NAME} "
                      f"p99, {FROM})",
             "cliff_points": f"Every rate-search probe ({NAME} percentiles {FROM})",

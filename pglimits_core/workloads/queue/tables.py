@@ -9,7 +9,14 @@ from pglimits_core.analysis.flags import (  # noqa: F401 (re-exported for the qu
     any_verdict,
     flag_set,
 )
-from pglimits_core.analysis.runs import box_saturated, busy_neighbour, by_role, entry_rows, measured
+from pglimits_core.analysis.runs import (
+    box_saturated,
+    busy_neighbour,
+    by_role,
+    entry_rows,
+    measured,
+    trusted,
+)
 from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 from pglimits_core.workloads.queue import health as queue_health
@@ -141,7 +148,10 @@ def _sweep_point(runs: pd.DataFrame) -> dict:
     censored = len(floors) and len(measured) and floors.items_per_s.max() > measured.items_per_s.min()
     used = measured if len(measured) and not censored else runs
     rates, first = used.items_per_s.dropna(), runs.iloc[0]
-    cpu = server_cpu_us_per_job(_column(used, "server_cpu_pct"), used.items_per_s).dropna()
+    # server CPU per job only from runs whose CPU split can be believed (``trusted``): a verdict
+    # sent to the CPU rule because the split was doubted must not then use that same split
+    believed = trusted(used)
+    cpu = server_cpu_us_per_job(_column(believed, "server_cpu_pct"), believed.items_per_s).dropna()
     lower = measured.empty or bool(censored)
     return {"variant": first.variant, "durability_class": first.durability_class, "consumers": first.consumers,
             "jobs_per_s": rates.median(), "min_jobs_per_s": rates.min(), "max_jobs_per_s": rates.max(),
@@ -151,7 +161,8 @@ def _sweep_point(runs: pd.DataFrame) -> dict:
             "backlog_ran_out": bool(runs.backlog_ran_out.any()), "depth_not_held": bool(runs.depth_not_held.any()),
             "client_bound": any_verdict(used.client_bound), "box_saturated": box_saturated(used),
             # the server's own CPU per job (µs; every server process the sampler saw), median (min–max)
-            "server_cpu_us_per_job": cpu.median() if len(cpu) else None,
+            # over the trusted runs, and how many those are
+            "server_cpu_us_per_job": cpu.median() if len(cpu) else None, "server_cpu_runs": len(cpu),
             "min_server_cpu_us_per_job": cpu.min() if len(cpu) else None,
             "max_server_cpu_us_per_job": cpu.max() if len(cpu) else None, "lost": runs.lost.sum(),
             "duplicates": runs.duplicates.sum(), "worker_busy_events": _median(used, "worker_busy_events")}

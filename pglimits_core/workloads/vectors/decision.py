@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, usable
+from pglimits_core.analysis.verdict import TIE_BAND
 from pglimits_core.workloads.vectors.matched import side as _side
 from pglimits_core.workloads.vectors.systems.registry import SERVER_FOR
 
@@ -33,6 +34,7 @@ def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
     if "client_bound" not in matched and usable(sweep, "variant", "ef", "clients", "client_bound"):
         matched = matched.merge(sweep[["variant", "ef", "clients", "client_bound"]], how="left",
                                 on=["variant", "ef", "clients"])
+    matched = harness_capped_by_ceiling(matched, tables.get("ceiling"))
     cells = []
     for (target, clients), rows in matched.groupby(["target_recall", "clients"], sort=True):
         reached = rows[rows["recall_mean"] >= target].dropna(subset=["qps"])
@@ -45,6 +47,24 @@ def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
                           missing="no Postgres index reached the recall" if pg is None
                           else "no Qdrant index reached the recall"))
     return cells
+
+
+def harness_capped_by_ceiling(matched: pd.DataFrame, ceiling: pd.DataFrame | None) -> pd.DataFrame:
+    """An engine's own C load tool that went faster than the harness by more than the tie band,
+    at the same client count, shows that the harness — not the server — set that row's QPS (with
+    one client the client's time is in series with the server's): such rows count as
+    client-bound, so their cell is decided by server CPU per query or not at all. Records
+    without a ceiling keep the sampler's verdict."""
+    if not usable(ceiling, "variant", "clients", "tool_over_harness"):
+        return matched
+    capped = ceiling[ceiling["tool_over_harness"] >= TIE_BAND][["variant", "clients"]].drop_duplicates()
+    keys = set(zip(capped["variant"], capped["clients"], strict=True))
+    marked = matched.copy()
+    hit = [(v, c) in keys for v, c in zip(marked["variant"], marked["clients"], strict=True)]
+    if "client_bound" not in marked:
+        marked["client_bound"] = None
+    marked.loc[hit, "client_bound"] = True
+    return marked
 
 
 def _fastest(rows: pd.DataFrame) -> pd.Series | None:

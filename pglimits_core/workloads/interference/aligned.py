@@ -1,0 +1,105 @@
+"""The alignment table: per Postgres mechanism, level and tenant, the repetitions pooled into one
+exact permutation test (``permutation``), Benjamini–Hochberg across every row.
+
+Inputs come from each record's ``outcome`` only: the per-second p99 series (seconds 0..W−1),
+the autovacuum and auto-ANALYZE spans (``vacuum.spans`` with table and kind; older records:
+``vacuum.windows`` and ``vacuum.analyze_windows`` of the queue table), and the run's warm-up
+(``params.warmup_s``; older records had none: the first ``WARMUP_S`` seconds are dropped here,
+the reset left a start-up transient there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.workloads.interference import permutation as perm
+
+#: seconds dropped from the start of every window's statistics when the record does not say
+WARMUP_S = 2.0
+TENANTS = ("fts", "vector", "churn")
+ORDER = {"baseline": 0, "churn": 1, "control": 2, "held_xmin": 3, "autovacuum_off": 4}
+
+
+def spans_of(outcome: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every maintenance span of the run: {table, kind, start_s, end_s} (kind vacuum / analyze)."""
+    vacuum = outcome.get("vacuum") or {}
+    if vacuum.get("spans") is not None:
+        return list(vacuum["spans"])
+    old = [{"table": "jobs", "kind": "vacuum", "start_s": s, "end_s": e} for s, e in vacuum.get("windows") or []]
+    return old + [{"table": "jobs", "kind": "analyze", "start_s": s, "end_s": e}
+                  for s, e in vacuum.get("analyze_windows") or []]
+
+
+def warmup_of(params: dict[str, Any]) -> float:
+    value = params.get("warmup_s")
+    return WARMUP_S if value is None else float(value)
+
+
+def run_stats(outcome: dict[str, Any], tenant: str, warmup_s: float) -> tuple[Any, int, int, int]:
+    """One run's shift statistics for a tenant, its vacuum and analyze spans after the warm-up,
+    and its inside seconds."""
+    series = outcome.get("series") or {}
+    seconds, values = perm.kept(series.get("second") or [], series.get(f"{tenant}_p99_ms") or [], warmup_s)
+    spans = [s for s in spans_of(outcome) if s["end_s"] >= warmup_s and s["start_s"] < len(series.get("second") or [])]
+    mask = perm.inside_mask(seconds, [(s["start_s"], s["end_s"]) for s in spans])
+    vacuums = sum(1 for s in spans if s["kind"] != "analyze")
+    return perm.shift_stats(values, mask), vacuums, len(spans) - vacuums, int(mask.sum())
+
+
+def pooled_row(key: tuple, group: pd.DataFrame) -> dict[str, Any]:
+    mechanism, level, tenant = key
+    stats, vacuums, analyzes, inside = [], 0, 0, 0
+    for _, run in group.iterrows():
+        found, v, a, i = run_stats(run.outcome, tenant, warmup_of(run.params))
+        stats.append(found)
+        vacuums, analyzes, inside = vacuums + v, analyzes + a, inside + i
+    result = perm.pooled_test(stats)
+    mean = None if result.observed is None else round(result.observed / result.runs, 3)
+    return {"mechanism": mechanism, "level": level, "tenant": tenant, "runs": len(group),
+            "runs_tested": result.runs, "vacuum_spans": vacuums, "analyze_spans": analyzes,
+            "inside_seconds": inside, "mean_inside_minus_outside_ms": mean,
+            "k": result.k, "n": result.n, "p": None if result.p is None else round(result.p, 6),
+            "exact": result.exact, "reason": result.reason}
+
+
+def alignment_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows``: the Postgres side's completed run × tenant rows (baseline left out: no churn)."""
+    if rows.empty:
+        return pd.DataFrame()
+    runs = rows[rows.mechanism != "baseline"]
+    out = [pooled_row(key, group.drop_duplicates("run_id"))
+           for key, group in runs.groupby(["mechanism", "level", "tenant"], sort=False)]
+    if not out:
+        return pd.DataFrame()
+    table = pd.DataFrame(out)
+    table["q_bh"] = [None if q is None else round(q, 6) for q in perm.benjamini_hochberg(list(table.p))]
+    table["verdict"] = [perm.verdict(q, c, r) for q, c, r in zip(table.q_bh, table.vacuum_spans, table.reason,
+                                                                 strict=True)]
+    table["p"] = [exact_p(row) for row in table.itertuples()]
+    return table.sort_values(["mechanism", "level", "tenant"], key=_order, ignore_index=True)
+
+
+def exact_p(row: Any) -> str:
+    """p as k/n (the count it is), or why there is none."""
+    if row.k is None or pd.isna(row.k):
+        return "—"
+    label = "" if row.exact else " (sampled)"
+    return f"{int(row.k)}/{int(row.n)} = {row.p:.4f}{label}"
+
+
+def _order(column: pd.Series) -> pd.Series:
+    if column.name == "mechanism":
+        return column.map(ORDER).fillna(9)
+    if column.name == "tenant":
+        return column.map({t: i for i, t in enumerate(TENANTS)}).fillna(9)
+    return column
+
+
+def verdict_of(table: pd.DataFrame, mechanism: str, level: Any, tenant: str) -> str | None:
+    """The alignment verdict of one row (None: not in the table)."""
+    if table.empty:
+        return None
+    found = table[(table.mechanism == mechanism) & (table.level == level) & (table.tenant == tenant)]
+    return None if found.empty else str(found.verdict.iloc[0])
