@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.runs import box_saturated, flag
+from pglimits_core.analysis.runs import box_saturated, flag, trusted
 from pglimits_core.analysis.verdict import AT_SERVER, BY_SERVER_CPU, Side, decide
 from pglimits_core.workloads.search.systems.registry import SERVER_FOR, system_class
 
@@ -31,14 +31,18 @@ def server_us_per_query(cpu_pct: Any, qps: Any) -> float | None:
 
 
 def cpu_columns(runs: pd.DataFrame) -> dict[str, float | None]:
-    """The runs' server µs per query: median, lowest and highest (None where not sampled)."""
-    per_run = pd.Series([server_us_per_query(c, q) for c, q in zip(runs.server_cpu_pct, runs.items_per_s,
+    """The server µs per query of the runs whose CPU split can be trusted (``analysis.runs.trusted``,
+    the rule the queue, pub/sub and vector comparisons use): median, lowest and highest, and how
+    many runs they come from (None where no run is trusted or none was sampled)."""
+    believed = trusted(runs)
+    per_run = pd.Series([server_us_per_query(c, q) for c, q in zip(believed.server_cpu_pct, believed.items_per_s,
                                                                     strict=True)], dtype=float).dropna()
     saturated = {"box_saturated": box_saturated(runs)}
+    counted = {**saturated, "server_cpu_runs": len(per_run)}
     if per_run.empty:
-        return {"server_cpu_us_per_query": None, "server_cpu_us_min": None, "server_cpu_us_max": None, **saturated}
+        return {"server_cpu_us_per_query": None, "server_cpu_us_min": None, "server_cpu_us_max": None, **counted}
     return {"server_cpu_us_per_query": float(per_run.median()), "server_cpu_us_min": float(per_run.min()),
-            "server_cpu_us_max": float(per_run.max()), **saturated}
+            "server_cpu_us_max": float(per_run.max()), **counted}
 
 
 def family(system: str) -> str:
