@@ -27,6 +27,9 @@ from tests.conftest import TEST_ROOT, server_processes
 pytestmark = pytest.mark.integration
 
 KNOBS = {"clients": 2, "duration_s": 2, "warmup_s": 1, "prefill_count": 60_000, "requests": 20_000}
+#: a backlog that outlasts warm-up + window on a fast box: 10 per claim took 77,000 jobs in those
+#: 3 s on a CI machine (a run that drains the queue fails, as it must)
+BACKLOG_PER_BATCH = {1: 60_000, 10: 300_000}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +70,7 @@ def check_record(run, tool: str) -> tuple[dict, dict]:
 @pytest.mark.parametrize("system", ["pg_delete", "pg_skiplocked"])
 @pytest.mark.parametrize("batch", [1, 10])
 def test_pgbench_runs_the_queue_statements_as_a_run_record(study_run, system, batch):
-    run = ceiling_point(study_run, variant(system, batch=batch), **KNOBS)
+    run = ceiling_point(study_run, variant(system, batch=batch), **{**KNOBS, "prefill_count": BACKLOG_PER_BATCH[batch]})
     manifest, outcome = check_record(run, "pgbench")
     assert "LIMIT :batch" in manifest["params"]["tool_scripts"][f"{system}.sql"]
     measure = next(e for e in run.summary.entries if e.phase == "measure")
@@ -80,8 +83,9 @@ def test_pgbench_runs_the_queue_statements_as_a_run_record(study_run, system, ba
 
 @pytest.mark.parametrize("options", [{"batch": 1}, {"batch": 10, "mode": "archive"}])
 def test_pgbench_runs_pgmqs_own_calls(study_run, options):
-    # pgmq's send_batch prefills slower than the SKIP LOCKED table: a smaller backlog does
-    run = ceiling_point(study_run, variant("pgmq", **options), **{**KNOBS, "prefill_count": 20_000})
+    # pgmq's send_batch prefills slower than the SKIP LOCKED table: as small a backlog as will do
+    backlog = {1: 20_000, 10: 200_000}[options["batch"]]
+    run = ceiling_point(study_run, variant("pgmq", **options), **{**KNOBS, "prefill_count": backlog})
     manifest, outcome = check_record(run, "pgbench")
     script = manifest["params"]["tool_scripts"]["pgmq.sql"]
     assert "pgmq.read('pglimits_jobs', :vt, :batch)" in script and f"pgmq.{options.get('mode', 'delete')}(" in script
