@@ -1,8 +1,10 @@
 """Copy a profile's finished run records into ``data/results/<host-id>/<profile>/runs/`` for committing.
 
 Only what the tables, figures and report are computed from travels: manifest, summary, the
-per-second series and sampler series (tens of kB per run). The HDR histograms stay behind
-with the raw runs (``data/runs/``, git-ignored). ``.partial`` runs are never exported.
+per-second series and sampler series (tens of kB per run), and any other JSON file a workload
+wrote beside them as evidence to re-audit (e.g. the parsed server log lines of a window). The HDR
+histograms stay behind with the raw runs (``data/runs/``, git-ignored). ``.partial`` runs are
+never exported.
 """
 
 from __future__ import annotations
@@ -64,12 +66,17 @@ def export_runs(profile: str, source: Path | None = None) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     for run in runs:
         (target / run.name).mkdir(parents=True)
-        for name in EXPORTED_FILES:
-            if (run / name).exists():
-                shutil.copy2(run / name, target / run.name / name)
+        for path in exported_files(run):
+            shutil.copy2(path, target / run.name / path.name)
     for outcome in source.glob("*.outcome.json"):  # what each study could not measure, and its timings
         shutil.copy2(outcome, target / outcome.name)
     return target
+
+
+def exported_files(run: Path) -> list[Path]:
+    """The files of one run directory that travel: ``EXPORTED_FILES`` and every JSON sidecar."""
+    named = [run / name for name in EXPORTED_FILES if (run / name).exists()]
+    return named + sorted(p for p in run.glob("*.json") if p.name not in EXPORTED_FILES)
 
 
 #: an executed notebook larger than this is not committed (the repository's per-file limit)

@@ -72,7 +72,7 @@ def test_diskann_has_its_own_table_build_parameters_and_one_knob_for_ef():
     diskann.build()
     assert diskann.conn.sql[-1] == ("CREATE INDEX vectors_items_diskann_idx ON vectors_items_diskann USING diskann "
                                     "(embedding vector_ip_ops) WITH (storage_layout = memory_optimized, num_neighbors = "
-                                    "50, search_list_size = 100, max_alpha = 1.2, num_bits_per_dimension = 2)")
+                                    "32, search_list_size = 64, max_alpha = 1.2, num_bits_per_dimension = 2)")
     diskann.set_search_params(64, 10)
     assert diskann.sql == query_sql(10, None, "vectors_items_diskann")
     assert diskann.search_settings() == {"diskann.query_search_list_size": "64", "diskann.query_rescore": "64"}

@@ -56,8 +56,8 @@ def check_variant_filters(section: Any, variants: list[QueueVariant]) -> None:
     variants of its own, e.g. SQLite ``synchronous=off``, so it is not checked here)."""
     labels = {v.label for v in variants}
     filters = [(name, getattr(section, name, None)) for name in SWEEPS]
-    filters += [("throughput.more_consumers", section.throughput.more_consumers),
-                ("latency.more_rates", section.latency.more_rates)]
+    filters += [("throughput.more_consumers", extra) for extra in section.throughput.extra_consumers()]
+    filters += [("latency.more_rates", section.latency.more_rates)]
     for name, spec in filters:
         unknown = [label for label in getattr(spec, "variants", None) or [] if label not in labels]
         if unknown:

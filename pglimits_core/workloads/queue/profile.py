@@ -27,10 +27,11 @@ class MoreRates(ForVariants):
 
 class ThroughputSweep(ForVariants):
     """``prefill`` is the most a point prefills: a variant's first point, then the size its
-    earlier points justify (``prefill_size.py``) when ``size_prefill`` (the default)."""
+    earlier points justify (``prefill_size.py``) when ``size_prefill`` (the default).
+    ``more_consumers``: one entry or several (each its own variants and counts)."""
 
     consumers: list[PositiveInt] = Field(min_length=1)
-    more_consumers: MoreConsumers | None = None
+    more_consumers: MoreConsumers | list[MoreConsumers] | None = None
     prefill: PositiveInt
     size_prefill: bool = True
     duration_s: PositiveFloat
@@ -38,8 +39,13 @@ class ThroughputSweep(ForVariants):
 
     def consumers_for(self, label: str) -> list[int]:
         """The consumer counts of variant ``label``, ascending (the prefill sizing learns upward)."""
-        more = self.more_consumers.consumers if self.more_consumers and self.more_consumers.includes(label) else []
-        return sorted(set(self.consumers) | set(more)) if self.includes(label) else []
+        more = {c for extra in self.extra_consumers() if extra.includes(label) for c in extra.consumers}
+        return sorted(set(self.consumers) | more) if self.includes(label) else []
+
+    def extra_consumers(self) -> list[MoreConsumers]:
+        """``more_consumers`` as a list (none, one entry or several)."""
+        extra = self.more_consumers
+        return [] if extra is None else extra if isinstance(extra, list) else [extra]
 
 
 class SteadySweep(ForVariants):

@@ -33,7 +33,7 @@ HOW_TO_READ = (
     "engine (the last build): build-to-build variation of recall is not measured. Where measured, PostgreSQL 17 "
     "with extensions (`postgres_ext`) adds `pgvector 0.8 hnsw` (pgvector 0.8.2, the same m, ef_construction and "
     "query as PG 16's 0.6.2: the version effect) and `pgvectorscale diskann` (StreamingDiskANN, inner product, "
-    "pgvectorscale 0.9's default build; its `ef` sets diskann.query_search_list_size and diskann.query_rescore "
+    "built as its record's `index` says (num_neighbors, search_list_size); its `ef` sets diskann.query_search_list_size and diskann.query_rescore "
     "alike); `qdrant_over_this` is Qdrant's QPS over each Postgres row's at the same target and clients.")
 
 

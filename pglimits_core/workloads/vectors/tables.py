@@ -1,8 +1,9 @@
 """Vector study tables from run records only: difficulty, build, the recall–QPS sweep, matched recall.
 
 QPS is the median over the repetitions that measured a point (min–max beside it); recall is the
-value the index gave at that ef over every query of the dataset (scored once per repetition at
-the first client count; ``recall_spread`` > 0 would mean a rebuilt index answered differently).
+value the index gave at that ef over every query of the dataset (scored at the first client
+count, once: in the first repetition; records of runs that scored every repetition give
+``recall_spread``, > 0 meaning the index answered differently between repetitions).
 The headline is QPS at *matched recall*, never at matched ef: the same ef buys different recall
 in different engines.
 """
