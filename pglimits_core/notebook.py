@@ -19,6 +19,7 @@ import pandas as pd
 from pglimits_core.analysis.outputs import Outputs, build_outputs
 from pglimits_core.analysis.runs import versions_table
 from pglimits_core.config import StudyPaths, current_host_id
+from pglimits_core.profiles import load_profile
 from pglimits_core.record.export import committed_host
 from pglimits_core.registry import workload
 from pglimits_core.studies.study import Outcome, run_workload
@@ -80,7 +81,7 @@ def open_study(name: str, profile: str = "full", measure: bool = False, resume: 
         outcome = run_workload(chosen, profile, paths.runs, progress, resume) if measure else None
         write = measure or figures_dir or tables_dir
         outputs = build_outputs(chosen, paths.runs, paths.figures if write else None,
-                                paths.tables if write else None)
+                                paths.tables if write else None, load_profile(profile).figure_formats)
         source = f"measured now, profile {profile}" if measure else f"the records in {paths.runs}"
         return StudyView(outputs, paths, source, outcome)
     host = committed_host(profile, nearest=True, study=chosen.name)

@@ -8,7 +8,7 @@ validated by the workload's own model (``registry``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
@@ -64,6 +64,9 @@ class Profile(Strict):
     datasets: Datasets = Field(default_factory=Datasets)
     #: workload name -> its validated section (``registry``); a missing one is not run
     workloads: dict[str, Any] = Field(default_factory=dict)
+    #: the files each figure is written as: PNG (the report, the README) and SVG (for a write-up);
+    #: rendering each costs a full draw, seconds per workload on a 2-vCPU box
+    figure_formats: list[Literal["png", "svg"]] = Field(default_factory=lambda: ["png", "svg"], min_length=1)
 
     def section(self, workload: str) -> Any:
         """The profile's section for ``workload`` (its own pydantic model), None if it has none."""

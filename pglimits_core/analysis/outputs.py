@@ -8,6 +8,7 @@ in a long session) and still display: ``IPython.display.display(figure)`` render
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,10 +71,11 @@ def draw_charts(workload: Any, tables: dict[str, pd.DataFrame], stamp: str | Non
     return figures
 
 
-def save_figures(figures: dict[str, Any], directory: Path) -> dict[str, list[Path]]:
-    from pglimits_core.plotting.figures import save_figure
+def save_figures(figures: dict[str, Any], directory: Path, formats: Sequence[str] | None = None) -> dict[str, list[Path]]:
+    from pglimits_core.plotting.figures import FIGURE_FORMATS, save_figure
 
-    return {name: save_figure(figure, name, directory) for name, figure in figures.items()}
+    return {name: save_figure(figure, name, directory, formats=formats or FIGURE_FORMATS)
+            for name, figure in figures.items()}
 
 
 def write_tables(prefix: str, tables: dict[str, pd.DataFrame], directory: Path) -> None:
@@ -87,10 +89,10 @@ def write_tables(prefix: str, tables: dict[str, pd.DataFrame], directory: Path) 
 
 
 def build_outputs(workload: Any, runs_root: Path, figures_dir: Path | None = None,
-                  tables_dir: Path | None = None) -> Outputs:
+                  tables_dir: Path | None = None, figure_formats: Sequence[str] | None = None) -> Outputs:
     """``workload``'s frame, tables and figures from the records under ``runs_root``; tables and
     figures are written only where a directory is given (showing committed results writes
-    nothing), and only when there are records."""
+    nothing), and only when there are records; figures as ``figure_formats`` (None: PNG and SVG)."""
     records = load_records(workload.name, runs_root)
     frame = workload.frame(records)
     tables = workload.tables(frame)
@@ -99,7 +101,7 @@ def build_outputs(workload: Any, runs_root: Path, figures_dir: Path | None = Non
     if not records:  # nothing measured: no empty tables over files another run wrote
         return outputs
     if figures_dir is not None:
-        outputs.figure_paths = save_figures(outputs.figures, figures_dir)
+        outputs.figure_paths = save_figures(outputs.figures, figures_dir, figure_formats)
     if tables_dir is not None:
         write_tables(workload.name, tables, tables_dir)
     return outputs

@@ -5,6 +5,7 @@ SVG). Each workload draws its own charts (``workloads/<w>/charts.py``)."""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 # No backend is forced here: matplotlib picks Agg where there is no display (papermill, CI) and
@@ -16,6 +17,8 @@ import numpy as np
 from pglimits_core.config import figures_dir
 
 GREY = "#595959"
+#: what a figure is written as unless a profile says otherwise (``figure_formats``)
+FIGURE_FORMATS = ("png", "svg")
 POSTGRES, REDIS = "#2e75b6", "#c00000"
 # One colour per system family, the same in every figure (variants differ by line style or
 # hatch). Keyed by the first word of a variant label; a workload whose labels name a client
@@ -88,17 +91,22 @@ def stamp_figure(fig: plt.Figure, text: str) -> None:
                                    fontsize=7, color=GREY)
 
 
-def save_figure(fig: plt.Figure, name: str, directory: Path | None = None, stamp: str | None = None) -> list[Path]:
-    """Write ``name``.png (150 dpi) and ``name``.svg, stamped with ``stamp`` when given; returns
-    both paths."""
+def save_figure(fig: plt.Figure, name: str, directory: Path | None = None, stamp: str | None = None,
+                formats: Sequence[str] = FIGURE_FORMATS) -> list[Path]:
+    """Write ``name``.png (150 dpi) and/or ``name``.svg (``formats``), stamped with ``stamp``
+    when given; returns the paths written."""
     if stamp:
         stamp_figure(fig, stamp)
     directory = Path(directory or figures_dir())
     directory.mkdir(parents=True, exist_ok=True)
-    paths = [directory / f"{name}.png", directory / f"{name}.svg"]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    # no date and fixed element ids: the same records give the same SVG bytes, so a regenerated
-    # figure shows up in git only when its data changed
-    with matplotlib.rc_context({"svg.hashsalt": "pglimits"}):
-        fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
+    paths = []
+    if "png" in formats:
+        paths.append(directory / f"{name}.png")
+        fig.savefig(paths[-1], dpi=150, bbox_inches="tight")
+    if "svg" in formats:
+        paths.append(directory / f"{name}.svg")
+        # no date and fixed element ids: the same records give the same SVG bytes, so a regenerated
+        # figure shows up in git only when its data changed
+        with matplotlib.rc_context({"svg.hashsalt": "pglimits"}):
+            fig.savefig(paths[-1], bbox_inches="tight", metadata={"Date": None})
     return paths

@@ -66,6 +66,12 @@ def test_the_test_profile_measures_every_system_with_exact_answers(tmp_path: Pat
             assert manifest["servers"] and manifest["params"]["query"]
     latency = by_experiment["latency"]
     assert len({m["params"]["rate"] for m in latency}) == 1  # the same offered rate for every system
+    # every timed record carries its server's warm-up, which ran once per server (not per variant)
+    timed = [m for e in ("throughput", "crossover", "latency", "ceiling") for m in by_experiment[e]]
+    warm = [(next(iter(m["servers"])), m["params"]["outcome"]["warmup_before"]) for m in timed]
+    assert all(w["slices_qps"] and w["queries"] > 0 and w["stopped"] for _, w in warm)
+    ran = sorted(server for server, w in warm if w["ran_before_this_point"])
+    assert ran == sorted({server for server, _ in warm}), ran
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
                               capture_output=True, text=True)
     assert validate.returncode == 0, validate.stdout + validate.stderr

@@ -77,4 +77,8 @@ def test_benjamini_hochberg_on_known_p_values():
     assert q[2] == pytest.approx(0.04 * 4 / 3) and q[1] == pytest.approx(0.04 * 4 / 3)
     assert q[3] == pytest.approx(0.2) and q[4] is None
     assert perm.verdict(0.04, 9) == "aligned (BH q < 0.05)"
-    assert perm.verdict(0.06, 9) == "no alignment shown with 9 cycles"
+    assert perm.verdict(0.06, 9) == "none shown with 9 cycles"
+    assert perm.verdict(0.06, 9, None, 12.34) == "none shown (minimum detectable effect ~12.3 ms)"
+    # a missing q read back from a table is NaN, not None: still "cannot tell"
+    assert perm.verdict(float("nan"), 0, "no run with seconds both inside and outside a span") == (
+        "cannot tell (no run with seconds both inside and outside a span)")

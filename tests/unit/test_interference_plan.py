@@ -85,10 +85,14 @@ def test_churn_and_control_scripts_run_the_queue_sql():
     churn = churn_script(845)
     assert "INSERT INTO jobs" in churn and "UPDATE jobs" in churn and "DELETE FROM jobs" in churn
     assert ":client_id" in churn and "\\gset" in churn
-    control = control_script()
+    control = control_script(845)
     statements = (lambda script: script.count(";\n") + script.count("\\gset"))  # noqa: E731
     assert "FOR UPDATE SKIP LOCKED" in control and statements(control) == 3 == statements(churn)
-    assert not any(verb in control for verb in ("INSERT INTO", "UPDATE interference_control", "DELETE FROM"))
+    # the control writes as often as the churn (three autocommitted INSERTs, the job's payload
+    # twice) and never changes or removes a row: no dead tuple
+    assert control.count("INSERT INTO interference_control_") == 3 and "repeat('78', :payload_bytes)" in control
+    assert "substr(payload, 1, :copy_bytes) FROM interference_control WHERE" in control
+    assert not any(verb in control for verb in ("UPDATE interference", "DELETE FROM", "INTO jobs", "FROM jobs"))
 
 
 def test_pgbench_rate_is_optional_and_changes_nothing_without_it():
@@ -241,3 +245,25 @@ def test_quick_and_full_run_the_dedicated_side_at_every_churn_level_or_a_subset(
         section, _ = planned(name)
         assert section.dedicated is not None and 0 in section.dedicated.levels
         assert any(level > 0 for level in section.dedicated.levels)
+
+
+def test_levels_alternate_their_order_by_repetition_on_both_sides():
+    section, points = planned("full")
+    for r in range(section.repetitions):
+        rep = [p for p in points if p.params.get("repetition") == r and p.recorded]
+        for label in ("postgres", "dedicated"):
+            levels = [p.params["level"] for p in rep if p.label == label and p.experiment in ("baseline", "churn")]
+            assert levels == sorted(levels, reverse=r % 2 == 1), (r, label, levels)
+        assert [p.params["run_order"] for p in rep] == list(range(len(rep)))
+        assert {p.params["level_order"] for p in rep} == {interference_plan.level_order(r)}
+    assert interference_plan.plan(section, load_profile("full")) == points  # deterministic
+
+
+def test_the_dedicated_side_warms_under_load_before_each_repetitions_first_window():
+    section, points = planned("full")
+    assert section.dedicated.warmup_window_s > 0
+    for r in range(section.repetitions):
+        rep = [p for p in points if p.params.get("repetition") == r and p.label.startswith("dedicated")]
+        assert rep[0].experiment == "dedicated_warmup" and not rep[0].recorded
+        assert rep[0].params["seconds"] == section.dedicated.warmup_window_s
+        assert all(p.recorded for p in rep[1:])

@@ -70,7 +70,7 @@ def test_the_report_plans_every_experiment_the_study_runs_and_only_those():
 
     planned = planned_points("quick")
     assert ("queue", "pg_delete batch=1", "steady") in planned
-    assert ("queue", "pgmq batch=1", "steady") not in planned  # quick limits steady to three variants
+    assert ("queue", "pgmq batch=1", "steady") not in planned  # quick limits steady to two variants
     assert ("queue", "sqlite_wal batch=1 synchronous=off", "recovery") in planned
     assert ("queue", "sqlite_wal batch=1 synchronous=off", "throughput") not in planned
     assert ("queue", "pg_delete batch=1", "cliff") in planned and ("queue", "pgmq batch=1", "cliff") not in planned

@@ -5,7 +5,8 @@ Inputs come from each record's ``outcome`` only: the per-second p99 series (seco
 the autovacuum and auto-ANALYZE spans (``vacuum.spans`` with table and kind; older records:
 ``vacuum.windows`` and ``vacuum.analyze_windows`` of the queue table), and the run's warm-up
 (``params.warmup_s``; older records had none: the first ``WARMUP_S`` seconds are dropped here,
-the reset left a start-up transient there).
+the reset left a start-up transient there). Each row states the pooled test's minimum detectable
+effect (``permutation.Pooled.min_detectable_ms``): "none shown" is only as informative as that.
 """
 
 from __future__ import annotations
@@ -57,9 +58,11 @@ def pooled_row(key: tuple, group: pd.DataFrame) -> dict[str, Any]:
         vacuums, analyzes, inside = vacuums + v, analyzes + a, inside + i
     result = perm.pooled_test(stats)
     mean = None if result.observed is None else round(result.observed / result.runs, 3)
+    detectable = result.min_detectable_ms
     return {"mechanism": mechanism, "level": level, "tenant": tenant, "runs": len(group),
             "runs_tested": result.runs, "vacuum_spans": vacuums, "analyze_spans": analyzes,
             "inside_seconds": inside, "mean_inside_minus_outside_ms": mean,
+            "min_detectable_ms": None if detectable is None else round(detectable, 2),
             "k": result.k, "n": result.n, "p": None if result.p is None else round(result.p, 6),
             "exact": result.exact, "reason": result.reason}
 
@@ -75,8 +78,8 @@ def alignment_table(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     table = pd.DataFrame(out)
     table["q_bh"] = [None if q is None else round(q, 6) for q in perm.benjamini_hochberg(list(table.p))]
-    table["verdict"] = [perm.verdict(q, c, r) for q, c, r in zip(table.q_bh, table.vacuum_spans, table.reason,
-                                                                 strict=True)]
+    table["verdict"] = [perm.verdict(q, c, r, d) for q, c, r, d in
+                        zip(table.q_bh, table.vacuum_spans, table.reason, table.min_detectable_ms, strict=True)]
     table["p"] = [exact_p(row) for row in table.itertuples()]
     return table.sort_values(["mechanism", "level", "tenant"], key=_order, ignore_index=True)
 

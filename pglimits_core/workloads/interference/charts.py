@@ -12,7 +12,7 @@ from pglimits_core.plotting.figures import GREY, colour_for
 #: seconds an autovacuum run is drawn at least (a 20 ms run would be an invisible sliver)
 MIN_SHADE_S = 0.4
 TENANT_STYLE = {"fts": ("tab:blue", "search (ranked FTS)"), "vector": ("tab:green", "vectors (HNSW)"),
-                "churn": ("tab:red", "queue churn (claim)")}
+                "churn": ("tab:red", "queue churn (job: enqueue+claim+ack)")}
 
 
 def panel(ax, rows: pd.DataFrame) -> None:

@@ -12,6 +12,11 @@ window here: the dedicated side runs the baseline and churn levels only. The eng
 background work is sampled where it is cheap (``engines``: OpenSearch merges/refreshes/GC,
 Qdrant's optimizer status), Redis' INFO by its server class's sampler.
 
+Before each repetition's first window an unrecorded open-loop load of the bystanders at their
+rates (``warmup_point``, ``dedicated.warmup_window_s``) lets the JVM compile and size its heap
+under the load it is then measured at: the closed-loop set-up warm-up alone left OpenSearch's
+server CPU falling through the first window and its GC in the baselines only.
+
 The three servers are planned by one set-up point each (``ready_point``: the data loaded and
 checked on it), so the study starts all of them; a window point on a fleet missing one fails
 with the server named.
@@ -25,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.load import OpenLoop, Role
+from pglimits_core.load import BackgroundLoad, OpenLoop, Role
 from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import RunDirectory, new_run_id
@@ -104,6 +109,18 @@ def ready_point(run: Any, v: InterferenceVariant, tenant: str, knobs: Knobs, war
     return {**loaded, "warmup_queries": warmup_queries}
 
 
+def warmup_point(run: Any, v: InterferenceVariant, knobs: Knobs, seconds: float, repetition: int) -> dict[str, Any]:
+    """Unrecorded: the bystanders open loop at their rates on their engines for ``seconds`` (the
+    JVM compiles and sizes its heap under the load the windows then measure)."""
+    points = endpoints(run.ctx)
+    for tenant in ("fts", "vector"):
+        ready(tenant, points[tenant], knobs.data)
+    role_list = bystander_roles(tenant_ops(points, knobs), knobs.workers)
+    with BackgroundLoad(role_list, seed=run.seed + repetition, max_s=seconds + MAX_OVERRUN_S):
+        time.sleep(seconds)
+    return {"warmup_window_s": seconds}
+
+
 def reset_backlog(url: str, knobs: Knobs, appendfsync: str = DURABILITY) -> int:
     """The Redis queue emptied, its persistence set (``appendfsync``: the queue study's option;
     ``always`` fsyncs every write before the reply, as Postgres' churn commits), ``backlog`` jobs
@@ -177,10 +194,12 @@ def measure(ctx: Any, role_list: list[Any], knobs: Knobs, window_s: float, seed:
 
 def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: float, churn_rate: float,
                     window_s: float, repetition: int, knobs: Knobs, churn_workers: int,
-                    appendfsync: str = DURABILITY) -> RecordedRun:
+                    appendfsync: str = DURABILITY, run_order: int | None = None,
+                    level_order: str | None = None) -> RecordedRun:
     ctx = run.ctx
     params = {"experiment": mechanism, "variant": v.label, "side": "dedicated", "mechanism": mechanism,
               "level": level, "churn_rate": churn_rate, "window_s": window_s, "repetition": repetition,
+              "run_order": run_order, "level_order": level_order,
               "act": None, "systems": SYSTEMS, "churn_workers": churn_workers,
               "churn_client": "harness open loop (redis-benchmark cannot pace a rate)", "appendfsync": appendfsync,
               **knobs.params()}

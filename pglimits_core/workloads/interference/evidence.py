@@ -27,12 +27,13 @@ import pandas as pd
 from pglimits_core.load.background import PHASE
 from pglimits_core.samplers.vacuum import parse_autovacuum_log, vacuum_windows
 from pglimits_core.workloads.interference import permutation as perm
-from pglimits_core.workloads.interference.churn import CONTROL_TABLE, QUEUE_TABLE
+from pglimits_core.workloads.interference.churn import QUEUE_TABLE, QUEUE_TABLES
 
 DEAD = f"{QUEUE_TABLE}.n_dead_tup"
 BYSTANDERS = ("fts", "vector")
-#: the tables whose maintenance spans are evidence (the control's too: S5)
-TABLES = (QUEUE_TABLE, CONTROL_TABLE)
+#: the tables whose maintenance spans are evidence: the queue's and every control table's (the
+#: control's append-only tables are auto-ANALYZEd too)
+TABLES = QUEUE_TABLES
 
 
 def _ms(us: float | None) -> float | None:

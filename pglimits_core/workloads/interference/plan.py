@@ -1,8 +1,13 @@
 """The interference study's plan: every window a profile's ``interference:`` section asks for.
 
 Per repetition (rounds, so drift on the shared box spreads over every level): each churn level
-in order (level 0 is the baseline: bystanders alone), then the control (b) at its level, the
-held xmin (c) and autovacuum off (d) at theirs, then the dedicated side's levels. Every
+(level 0 is the baseline: bystanders alone), then the control (b) at its level, the held xmin
+(c) and autovacuum off (d) at theirs, then the dedicated side's levels. The levels' order
+alternates by repetition on both sides (``LEVEL_ORDERS``: even repetitions the baseline first,
+odd ones the churn first), so a warm-up or drift that favours the first window of a side falls
+on the baseline and on the churn alike; each run's params record its order. The dedicated side
+gets an unrecorded open-loop bystander load before each repetition's first window
+(``dedicated.warmup_window_s``: the JVM warms under the load it is then measured at). Every
 Postgres point is one window with every tenant at once on the project's one Postgres; every
 dedicated point one window with the same tenants at the same rates on OpenSearch, Qdrant and a
 Redis reliable queue (``dedicated``), after one set-up point per dedicated server (its data
@@ -24,6 +29,7 @@ from pglimits_core.workloads.interference.dedicated import (
     SYSTEMS,
     dedicated_point,
     ready_point,
+    warmup_point,
 )
 from pglimits_core.workloads.interference.points import (
     POSTGRES_SIDE,
@@ -71,9 +77,24 @@ def knobs_of(section: Any, profile: Any) -> Knobs:
                  section.queue_rate, section.warmup_s)
 
 
-def windows(section: Any) -> list[tuple[str, float, float, dict[str, float] | None]]:
-    """One repetition's windows: (mechanism, level, seconds, act)."""
-    found = [("baseline" if level == 0 else "churn", level, section.window_s, None) for level in section.levels]
+#: the levels' order within a repetition, alternating: even repetitions ascending (the baseline
+#: first), odd ones descending (the churn first)
+LEVEL_ORDERS = ("baseline first", "churn first")
+
+
+def level_order(repetition: int) -> str:
+    return LEVEL_ORDERS[repetition % 2]
+
+
+def ordered_levels(levels: list[float], repetition: int) -> list[float]:
+    """``levels`` in the repetition's order (``LEVEL_ORDERS``)."""
+    return sorted(levels, reverse=level_order(repetition) == "churn first")
+
+
+def windows(section: Any, repetition: int = 0) -> list[tuple[str, float, float, dict[str, float] | None]]:
+    """One repetition's windows: (mechanism, level, seconds, act), the levels in its order."""
+    found = [("baseline" if level == 0 else "churn", level, section.window_s, None)
+             for level in ordered_levels(section.levels, repetition)]
     if section.control_level is not None:
         found.append(("control", section.control_level, section.window_s, None))
     for mechanism in ("held_xmin", "autovacuum_off"):
@@ -83,11 +104,13 @@ def windows(section: Any) -> list[tuple[str, float, float, dict[str, float] | No
     return found
 
 
-def dedicated_windows(section: Any) -> list[tuple[str, float, float]]:
-    """One repetition's dedicated windows: (mechanism, level, seconds); none without the side."""
+def dedicated_windows(section: Any, repetition: int = 0) -> list[tuple[str, float, float]]:
+    """One repetition's dedicated windows: (mechanism, level, seconds), the levels in its order;
+    none without the side."""
     if section.dedicated is None:
         return []
-    return [("baseline" if level == 0 else "churn", level, section.window_s) for level in section.dedicated.levels]
+    return [("baseline" if level == 0 else "churn", level, section.window_s)
+            for level in ordered_levels(section.dedicated.levels, repetition)]
 
 
 def setup_points(section: Any, knobs: Knobs) -> list[Point]:
@@ -106,18 +129,32 @@ def setup_points(section: Any, knobs: Knobs) -> list[Point]:
 def plan(section: Any, profile: Any) -> list[Point]:
     """``section`` is a ``workloads.interference.profile.InterferenceProfile``."""
     knobs = knobs_of(section, profile)
-    workers = section.dedicated.churn_workers if section.dedicated is not None else 0
-    appendfsync = section.dedicated.churn_appendfsync if section.dedicated is not None else "none"
     found = setup_points(section, knobs)
     for r in range(section.repetitions):
-        found += [point(mechanism, POSTGRES_SIDE, interference_point, mechanism=mechanism, level=level,
-                        churn_rate=round(level * section.queue_rate, 3), window_s=seconds, repetition=r, knobs=knobs,
-                        act=act) for mechanism, level, seconds, act in windows(section)]
-        found += [point(mechanism, DEDICATED_SIDE, dedicated_point, mechanism=mechanism, level=level,
-                        churn_rate=round(level * section.queue_rate, 3), window_s=seconds, repetition=r, knobs=knobs,
-                        churn_workers=workers, appendfsync=appendfsync)
-                  for mechanism, level, seconds in dedicated_windows(section)]
+        order = {"level_order": level_order(r)}
+        postgres = [point(mechanism, POSTGRES_SIDE, interference_point, mechanism=mechanism, level=level,
+                          churn_rate=round(level * section.queue_rate, 3), window_s=seconds, repetition=r,
+                          knobs=knobs, act=act, run_order=i, **order)
+                    for i, (mechanism, level, seconds, act) in enumerate(windows(section, r))]
+        found += postgres + dedicated_points(section, knobs, r, len(postgres))
     return found
+
+
+def dedicated_points(section: Any, knobs: Knobs, r: int, first: int) -> list[Point]:
+    """Repetition ``r``'s dedicated windows (``first``: the first one's place in the repetition),
+    after its unrecorded warm-up load."""
+    side = section.dedicated
+    if side is None:
+        return []
+    found = [replace(point("dedicated_warmup", InterferenceVariant("dedicated warm-up", "dedicated",
+                                                                   {"server": SERVERS["fts"]}),
+                           warmup_point, knobs=knobs, seconds=side.warmup_window_s, repetition=r),
+                     recorded=False)] if side.warmup_window_s > 0 else []
+    return found + [point(mechanism, DEDICATED_SIDE, dedicated_point, mechanism=mechanism, level=level,
+                          churn_rate=round(level * section.queue_rate, 3), window_s=seconds, repetition=r,
+                          knobs=knobs, churn_workers=side.churn_workers, appendfsync=side.churn_appendfsync,
+                          run_order=first + i, level_order=level_order(r))
+                    for i, (mechanism, level, seconds) in enumerate(dedicated_windows(section, r))]
 
 
 def server_options(section: Any) -> dict[str, dict[str, Any]]:
@@ -131,7 +168,8 @@ def estimate_s(section: Any) -> float:
     prefill = BACKLOG_S_PER_10K * section.backlog / 10_000
     postgres = sum(seconds + OVERHEAD_S + prefill + SETTLE_S for _, _, seconds, _ in windows(section))
     dedicated = sum(seconds + OVERHEAD_S for _, _, seconds in dedicated_windows(section))
-    return section.repetitions * (postgres + dedicated)
+    warmup = section.dedicated.warmup_window_s + OVERHEAD_S if dedicated and section.dedicated.warmup_window_s else 0
+    return section.repetitions * (postgres + dedicated + warmup)
 
 
 def describe(section: Any) -> str:
@@ -142,5 +180,6 @@ def describe(section: Any) -> str:
             if dedicated else "dedicated side: not in this profile")
     return (f"{len(windows(section)) + len(dedicated)} windows x {section.repetitions} repetition(s) "
             f"(Postgres: {', '.join(mechanisms)}; churn levels {', '.join(f'{lv:g}' for lv in section.levels)} x "
-            f"{section.queue_rate:g} jobs/s, backlog {section.backlog:,} jobs; {side}): "
+            f"{section.queue_rate:g} jobs/s, backlog {section.backlog:,} jobs; {side}; levels "
+            f"{' / '.join(LEVEL_ORDERS)} in alternate repetitions): "
             f"about {estimate_s(section) / 60:.1f} min plus the one-off data loads and the servers' start")

@@ -72,7 +72,7 @@ def churn_load(mechanism: str, rate: float, knobs: Knobs) -> Churn | None:
     """pgbench's script for the mechanism (the control's makes no dead tuple); None at level 0."""
     if rate <= 0:
         return None
-    script = churn.control_script() if mechanism == "control" else churn.churn_script(knobs.payload_bytes)
+    script = (churn.control_script if mechanism == "control" else churn.churn_script)(knobs.payload_bytes)
     return Churn(script, rate, knobs.churn_clients)
 
 
@@ -94,12 +94,12 @@ def prepare_run(ctx: Any, knobs: Knobs) -> dict[str, Any]:
     loaded = tenants.ready(endpoint.url, endpoint, knobs.data)
     with psycopg.connect(endpoint.url, autocommit=True) as conn:
         start = churn.reset_queue(conn, knobs.backlog, knobs.payload_bytes)
-        settled = start_state.settle(conn, [churn.QUEUE_TABLE, churn.CONTROL_TABLE])
-        ages = tenants.frozen_ages(conn, [*tenants.bystander_tables(), churn.QUEUE_TABLE, churn.CONTROL_TABLE])
+        settled = start_state.settle(conn, list(churn.QUEUE_TABLES))
+        ages = tenants.frozen_ages(conn, [*tenants.bystander_tables(), *churn.QUEUE_TABLES])
     for op, _rate in bystander_ops(ctx, knobs):
         warm(op, knobs.warmup_queries)
     with psycopg.connect(endpoint.url, autocommit=True) as conn:
-        state = {"tables_at_t0": start_state.table_state(conn, [churn.QUEUE_TABLE, churn.CONTROL_TABLE]),
+        state = {"tables_at_t0": start_state.table_state(conn, list(churn.QUEUE_TABLES)),
                  "autovacuum_settings": start_state.autovacuum_settings(conn)}
     return {**loaded, "start_depth": start["depth"], "relfrozenxid_age": ages, **settled, **state}
 
@@ -123,11 +123,12 @@ def warm(op: Any, queries: int) -> None:
 
 def interference_point(run: Any, v: InterferenceVariant, mechanism: str, level: float, churn_rate: float,
                        window_s: float, repetition: int, knobs: Knobs,
-                       act: dict[str, float] | None = None) -> RecordedRun:
+                       act: dict[str, float] | None = None, run_order: int | None = None,
+                       level_order: str | None = None) -> RecordedRun:
     ctx = run.ctx
     params = {"experiment": mechanism, "variant": v.label, "side": "postgres", "mechanism": mechanism, "level": level,
               "churn_rate": churn_rate, "window_s": window_s, "repetition": repetition, "act": act,
-              **knobs.params()}
+              "run_order": run_order, "level_order": level_order, **knobs.params()}
     name = f"{mechanism}:{level:g}"
     if reused := ctx.reuse(STUDY, v.system, name, params):
         return reused
@@ -146,7 +147,7 @@ def interference_point(run: Any, v: InterferenceVariant, mechanism: str, level: 
 
 
 def sampled_tables() -> list[str]:
-    return [churn.QUEUE_TABLE, churn.CONTROL_TABLE, *tenants.bystander_tables()]
+    return [*churn.QUEUE_TABLES, *tenants.bystander_tables()]
 
 
 def finish(run_dir: RunDirectory, measured: Any, load: Churn | None, knobs: Knobs, extra: dict[str, Any],

@@ -67,6 +67,10 @@ class Dedicated(Strict):
     #: JVM compiles its hot paths after thousands of calls (OpenSearch's service time fell from
     #: ~19 ms to a few ms over a quick window without it)
     engine_warmup_queries: PositiveInt = 2000
+    #: seconds of unrecorded open-loop bystander load (the study's rates, the engines' own
+    #: workers) before each repetition's first dedicated window: the closed-loop warm-up above
+    #: left the JVM still warming through the first window (server CPU 55 % -> 38 %, GC only there)
+    warmup_window_s: NonNegativeFloat = 0.0
 
 
 class InterferenceProfile(Strict):

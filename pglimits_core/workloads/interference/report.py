@@ -21,25 +21,36 @@ HOW_TO_READ = (
     "snapshot held, then released), autovacuum off on the queue table (then back on). Autovacuum windows come from "
     "the server log (`log_autovacuum_min_duration = 0`), or the per-second vacuum sampler when the log is not "
     "readable (the per-second progress view misses runs shorter than a second). Every statistic drops the "
-    "window's first `warmup_s` seconds. Alignment = per-second p99 inside the autovacuum and auto-ANALYZE spans "
-    "minus outside, the repetitions of a level pooled, exact p = k/n over every combination of circular shifts, "
-    "Benjamini–Hochberg across the table: \"aligned\" only at q < 0.05, else \"no alignment shown with N "
-    "cycles\". The held xmin's slowdown is read as the pinned horizon (dead tuples not removable), not as "
-    "vacuum running. The dedicated side runs the same tenants at the same rates on the same box, each on its own "
+    "window's first `warmup_s` seconds. Each repetition's query schedule is seeded by seed + repetition and is the "
+    "same for every mechanism and both sides, so every ratio pairs a repetition with the same side's baseline of "
+    "the same seed (the paired ratios are printed per repetition). Alignment = per-second p99 inside the "
+    "autovacuum and auto-ANALYZE spans minus outside, the repetitions of a level pooled, exact p = k/n over every "
+    "combination of circular shifts, Benjamini–Hochberg across the table: \"aligned\" only at q < 0.05, else "
+    "\"none shown\" with the test's minimum detectable effect (a span of tens of ms fills a few % of the second "
+    "it marks: \"none shown\" is uninformative below that effect). The dedicated side runs the same tenants at the same rates on the same box, each on its own "
     "engine: the FTS query on OpenSearch (the search study's requests byte for byte), the HNSW query on Qdrant "
     "(hnsw_ef = the same ef), the churn on the queue study's Redis reliable queue with the same backlog and appendfsync always (a paced "
     "harness load: redis-benchmark cannot pace; the churn client's CPU is recorded apart), with OpenSearch's "
     "merges, refreshes and GC and Qdrant's optimizer status sampled per second; baseline and churn levels only "
     "(the control, held xmin and autovacuum off are Postgres mechanisms). `sides` sets each side's inflation "
     "against its own baseline: removed (only Postgres inflates), moved (both do), or neither, each only when "
-    "every repetition's ratio lies on one side of the band (else \"cannot tell\"), with both sides' durability "
+    "every repetition's paired ratio lies on one side of the band (else \"cannot tell\"), each side's change said "
+    "as it is (slower or faster in every repetition, by how much), with both sides' durability "
     "class and a note when a tenant already queued at its baseline.")
 
 CAPTIONS = {
-    "inflation": "p99 per tenant vs the baseline (median over repetitions, min–max)",
+    "inflation": ("p99 per tenant vs the same side's baseline run of the same seed (the same query schedule): median "
+                  "over repetitions (min–max), the paired ratios per repetition and the per-second paired "
+                  "differences. `compared_on`: a plain window compares its window p99; an act window (longer) "
+                  "compares the median of its per-second p99 over the plain windows' seconds with the same seconds "
+                  "of the baseline, and `during_vs_churn` sets its during-act seconds against the same seconds of "
+                  "the same-seed churn window. Achieved rates: count over the load phase's measured seconds"),
     "alignment": ("Does a tenant's per-second p99 rise while autovacuum or auto-ANALYZE runs? Repetitions pooled, "
-                  "exact p = k/n, Benjamini–Hochberg q across rows"),
-    "stalls": "Held xmin and autovacuum off: before, during, after, and recovery",
+                  "exact p = k/n, Benjamini–Hochberg q across rows; the minimum detectable effect is the mean "
+                  "inside − outside per run a one-sided 0.05 test finds with 80 % power (before BH)"),
+    "stalls": ("Held xmin and autovacuum off: before, during, after the act (edges at the act's exact start and end; "
+               "job = the churn's enqueue+claim+ack transaction), and the next autovacuum of the queue table after "
+               "the act: how long after the act's end it started, its elapsed time and the tuples it removed"),
     "sides": "Split the systems? p99 inflation per tenant and churn level: Postgres vs dedicated engines, same box",
 }
 
@@ -61,10 +72,17 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     churned = table[(table.mechanism == "churn") & table.tenant.isin(["fts", "vector"]) &
                     (table.get("side", "postgres") == "postgres")]
     lines = [f"- Interference ({row.tenant}, churn level {row.level:g}): p99 {row.p99_ms} ms vs "
-             f"{row.baseline_p99_ms} ms alone ({row.cycles_note}; {bound_note(row)}); autovacuum: "
-             f"{verdict_of(alignment, 'churn', row.level, row.tenant) or 'not tested'}" for row in churned.itertuples()]
+             f"{row.baseline_p99_ms} ms alone (paired by seed: x{row.paired_ratios}; {row.cycles_note}; "
+             f"{bound_note(row)}); {tested(verdict_of(alignment, 'churn', row.level, row.tenant))}"
+             for row in churned.itertuples()]
     return ([links, ""] + lines + alignment_lines(alignment) + act_lines(tables.get("stalls", pd.DataFrame()))
             + split_lines(tables.get("sides", pd.DataFrame())))
+
+
+def tested(verdict: str | None) -> str:
+    if verdict is None:
+        return "autovacuum alignment: not tested"
+    return f"tested for alignment with autovacuum runs by a pooled permutation test: {verdict}"
 
 
 def bound_note(row) -> str:
@@ -73,41 +91,76 @@ def bound_note(row) -> str:
 
 
 def alignment_lines(alignment: pd.DataFrame) -> list[str]:
-    """How many pooled tests hold after Benjamini–Hochberg, and the smallest exact p."""
+    """How many pooled tests hold after Benjamini–Hochberg, the smallest exact p and the range of
+    the tests' minimum detectable effects."""
     if alignment.empty or "q_bh" not in alignment:
         return ["- Interference alignment: not tested in these records."]
-    tested = alignment[alignment.k.notna()]
-    held = tested[tested.verdict.str.startswith("aligned")]
-    smallest = tested.loc[pd.to_numeric(tested.k / tested.n).idxmin()] if len(tested) else None
+    tested_rows = alignment[alignment.k.notna()]
+    held = tested_rows[tested_rows.verdict.str.startswith("aligned")]
+    smallest = tested_rows.loc[pd.to_numeric(tested_rows.k / tested_rows.n).idxmin()] if len(tested_rows) else None
     low = f"; smallest p {smallest.p} ({smallest.mechanism} {smallest.level:g}, {smallest.tenant})" if smallest is not None else ""
+    effects = pd.to_numeric(tested_rows.get("min_detectable_ms"), errors="coerce").dropna()
+    mde = f"; minimum detectable effects {effects.min():.1f}–{effects.max():.1f} ms" if len(effects) else ""
     if held.empty:
-        return [f"- Interference alignment: no alignment shown: 0 of {len(tested)} pooled tests hold at BH q < 0.05"
-                f" (per-second p99 inside autovacuum/auto-ANALYZE spans vs outside, repetitions pooled{low})"]
+        return [f"- Interference alignment: none shown: 0 of {len(tested_rows)} pooled tests hold at BH q < 0.05"
+                f" (per-second p99 inside autovacuum/auto-ANALYZE spans vs outside, repetitions pooled{low}{mde})"]
     names = ", ".join(f"{r.mechanism} {r.level:g} {r.tenant}" for r in held.itertuples())
-    return [f"- Interference alignment: {len(held)} of {len(tested)} pooled tests aligned at BH q < 0.05 ({names}{low})"]
+    return [f"- Interference alignment: {len(held)} of {len(tested_rows)} pooled tests aligned at BH q < 0.05 "
+            f"({names}{low}{mde})"]
+
+
+def _spread(values: pd.Series, digits: int = 2) -> str:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    return "—" if values.empty else f"{values.median():.{digits}f} ({values.min():.{digits}f}–{values.max():.{digits}f})"
+
+
+def _range(values: pd.Series, digits: int = 2, unit: str = "") -> str:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    return "—" if values.empty else f"{values.min():.{digits}f}–{values.max():.{digits}f}{unit}"
+
+
+def rises(rows: pd.DataFrame) -> pd.Series:
+    """Each repetition's job p99 during the act over its job p99 before it."""
+    job = rows.pivot_table(index="repetition", columns="stretch", values="job_p99_ms", aggfunc="first")
+    return (job.get("during") / job.get("before")) if {"during", "before"} <= set(job) else pd.Series(dtype=float)
 
 
 def act_lines(stalls: pd.DataFrame) -> list[str]:
-    """The acts' reading: what the claim p99 did during each act (medians over repetitions)."""
-    if stalls.empty or "claim_p99_ms" not in stalls:
+    """Per act: the churn's job p99 before and during it (median (min–max) of the repetitions),
+    each repetition's rise, the largest dead-tuple reading during the act, the autovacuum that
+    followed; then whether the acts' rises can be told apart."""
+    if stalls.empty or "job_p99_ms" not in stalls:
         return []
-    found = []
+    found, rose = [], {}
     for mechanism, rows in stalls.groupby("mechanism", sort=False):
-        p99 = rows.groupby("stretch").claim_p99_ms.median()
-        dead = rows.groupby("stretch").dead_tuples_max.median()
-        found.append(f"- Interference {mechanism.replace('_', ' ')}: churn claim p99 {p99.get('before')} ms before, "
-                     f"{p99.get('during')} ms during the act (dead tuples up to {dead.get('during')}); "
-                     f"{ACT_READING.get(mechanism, '')}")
-    return found
+        by = {name: rows[rows.stretch == name] for name in ("before", "during", "after")}
+        rose[mechanism] = rises(rows)
+        dead = pd.to_numeric(by["during"].dead_tuples_max, errors="coerce").dropna()
+        most = f"up to {dead.max():.0f} (largest reading of any repetition)" if len(dead) else "not recorded"
+        after = by["after"]
+        found.append(
+            f"- Interference {mechanism.replace('_', ' ')}: churn job (enqueue+claim+ack) p99, median (min–max) of "
+            f"{rows.repetition.nunique()} repetitions: {_spread(by['before'].job_p99_ms)} ms before the act, "
+            f"{_spread(by['during'].job_p99_ms)} ms during it (x{_range(rose[mechanism])} per repetition); dead "
+            f"tuples during the act {most}; next autovacuum of the queue "
+            f"{_range(after.get('next_autovacuum_after_act_s'), 1, ' s')} after the act, running "
+            f"{_range(after.get('that_vacuum_elapsed_s'), 2, ' s')} and removing "
+            f"{_range(after.get('that_vacuum_tuples_removed'), 0)} tuples")
+    return found + compared_acts(rose)
 
 
-#: what each act's slowdown is attributed to (the records: the held xmin kept fewer dead tuples
-#: than autovacuum off, yet its claims were several times slower)
-ACT_READING = {
-    "held_xmin": "attributed to the pinned horizon (dead tuples not removable, nothing pruned for the SKIP LOCKED "
-                 "scan), not to vacuum running",
-    "autovacuum_off": "dead tuples pile up without the horizon pinned: compare with the held xmin",
-}
+def compared_acts(rose: dict[str, pd.Series]) -> list[str]:
+    """The two acts' rises side by side: told apart only when their ranges do not overlap."""
+    if not {"held_xmin", "autovacuum_off"} <= set(rose):
+        return []
+    held, off = (rose[m].dropna() for m in ("held_xmin", "autovacuum_off"))
+    if held.empty or off.empty:
+        return []
+    apart = held.min() > off.max() or off.min() > held.max()
+    said = ("the ranges do not overlap" if apart
+            else f"the ranges overlap: not distinguishable with {min(len(held), len(off))} repetitions")
+    return [f"- Interference acts compared: the job p99 rose x{_range(held)} with the xmin held and "
+            f"x{_range(off)} with autovacuum off ({said})"]
 
 
 def split_lines(sides: pd.DataFrame) -> list[str]:
@@ -116,8 +169,8 @@ def split_lines(sides: pd.DataFrame) -> list[str]:
         return []
     rows = sides[sides.tenant.isin(["fts", "vector"])]
     return [f"- Interference split ({row.tenant}, churn level {row.level:g}): Postgres {ratio(row, 'postgres')} vs "
-            f"dedicated {ratio(row, 'dedicated')} ({row.reading}; churn durability {klass(row.postgres_durability)} vs "
-            f"{klass(row.dedicated_durability)}; caveats: {row.caveat})"
+            f"dedicated {ratio(row, 'dedicated')}: {row.reading}; churn durability {klass(row.postgres_durability)} vs "
+            f"{klass(row.dedicated_durability)}; caveats: {row.caveat}"
             for row in rows.itertuples()]
 
 
@@ -126,8 +179,8 @@ def klass(value) -> str:
 
 
 def ratio(row, side: str) -> str:
-    """The side's median ratio and its repetitions' range, or "not measured"."""
-    value, low, high = (getattr(row, f"{side}_{c}", None) for c in ("ratio", "ratio_min", "ratio_max"))
+    """The side's median paired ratio and each repetition's, or "not measured"."""
+    value, each = (getattr(row, f"{side}_{c}", None) for c in ("ratio", "paired_ratios"))
     if value is None or pd.isna(value):
         return "not measured"
-    return f"x{value} (reps {low}–{high})"
+    return f"x{value} (paired by seed: {each})" if each not in (None, "—") else f"x{value}"

@@ -4,10 +4,12 @@ on one machine, or only move it?
 Each side's inflation is its own: a tenant's p99 at a churn level over its p99 at that side's
 baseline (level 0, same box, same rates). The reading per row:
 
-A side inflates only when every repetition's ratio (its p99 over the side's baseline median) is
-above ``BAND``, and does not when every one is within it; repetitions on both sides of the band
-say "cannot tell" (the rule ``analysis.verdict`` applies to a decision: the whole spread clears
-the band). Each row names both sides' durability class (the churn's commit on Postgres, the
+Every ratio is paired: a repetition's p99 over the p99 of the same side's baseline run with the
+same seed (the same query schedule: ``paired``). A side inflates only when every repetition's
+paired ratio is above ``BAND``, and does not when every one is within it; repetitions on both
+sides of the band say "cannot tell" (the rule ``analysis.verdict`` applies to a decision: the
+whole spread clears the band). Each side's paired ratios are also said as what they are: a
+consistent change (slower, or faster, in every repetition, by how much) or none. Each row names both sides' durability class (the churn's commit on Postgres, the
 Redis queue's appendfsync) and whether a side's tenant already queued at its baseline (little
 headroom: any extra load inflates a nearly saturated queue more).
 
@@ -30,8 +32,8 @@ import pandas as pd
 #: a p99 within this factor of its own side's baseline is not called inflated: one window per level
 #: at the quick profile and 2-3 at the full one do not resolve smaller changes on a shared 2-vCPU box
 BAND = 1.25
-LEVEL_COLUMNS = ("p99_ms", "baseline_p99_ms", "inflation_ms", "ratio", "ratio_min", "ratio_max", "kept_up",
-                 "churn_sustained", "jobs_per_s", "durability")
+LEVEL_COLUMNS = ("p99_ms", "baseline_p99_ms", "inflation_ms", "ratio", "ratio_min", "ratio_max", "paired_ratios",
+                 "per_second_diff_ms", "seconds_higher", "kept_up", "churn_sustained", "jobs_per_s", "durability")
 #: synchronous_commit values whose commit waits for the local WAL flush
 FLUSHING_COMMITS = ("on", "remote_write", "remote_apply", "local")
 
@@ -71,6 +73,39 @@ def _true(value: Any) -> bool:
     return not _missing(value) and bool(value)
 
 
+def _false(value: Any) -> bool:
+    """Recorded and false (a numpy or pandas boolean too: ``is False`` never holds for those)."""
+    return not _missing(value) and not bool(value)
+
+
+def change(low: Any, high: Any) -> str:
+    """The paired ratios' range said as a change: "+14–21 % in every repetition", "−2 to −21 % in
+    every repetition", or "x0.83–1.09 (no consistent direction)"."""
+    if _missing(low) or _missing(high):
+        return "not measured"
+    low, high = float(low), float(high)
+    if low == high == 1.0:
+        return "unchanged"
+    if low > 1.0:
+        return f"+{(low - 1) * 100:.0f}–{(high - 1) * 100:.0f} % in every repetition"
+    if high < 1.0:
+        return f"−{(1 - high) * 100:.0f} to −{(1 - low) * 100:.0f} % in every repetition"
+    return f"x{low:g}–{high:g} (no consistent direction)"
+
+
+def band_of(low: Any, high: Any) -> str:
+    state = inflated(low, high)
+    return {True: f"above the x{BAND:g} band", False: f"within the x{BAND:g} band"}.get(
+        state, f"straddling x{BAND:g}")
+
+
+def sides_said(row: dict[str, Any]) -> str:
+    """Both sides' paired ratios said as changes, each against the band."""
+    return "; ".join(f"{name} {change(row[f'{side}_ratio_min'], row[f'{side}_ratio_max'])}, "
+                     f"{band_of(row[f'{side}_ratio_min'], row[f'{side}_ratio_max'])}"
+                     for side, name in (("postgres", "Postgres"), ("dedicated", "dedicated")))
+
+
 def inflated(low: Any, high: Any) -> bool | None:
     """True: every repetition above the band; False: every one within it; None: it straddles."""
     if _missing(low) or _missing(high):
@@ -78,27 +113,36 @@ def inflated(low: Any, high: Any) -> bool | None:
     return True if low > BAND else (False if high <= BAND else None)
 
 
-def reading(row: dict[str, Any], baselines_kept_up: dict[str, Any]) -> str:
-    """What the two ratios say (or why they cannot say it)."""
+def guard(row: dict[str, Any], baselines_kept_up: dict[str, Any]) -> str | None:
+    """Why the two sides cannot be read against each other (None: they can)."""
     for side in ("postgres", "dedicated"):
         if _missing(row[f"{side}_p99_ms"]):
             return f"{side} not measured at this level"
-        if row[f"{side}_churn_sustained"] is False:
+        if _false(row[f"{side}_churn_sustained"]):
             return f"{side} churn not sustained: not comparable"
     if any(_missing(row[f"{side}_ratio"]) for side in ("postgres", "dedicated")):
         return "no baseline (the churn does not run at level 0): p99 side by side"
     for side in ("postgres", "dedicated"):
-        if row[f"{side}_kept_up"] is False or baselines_kept_up.get(side) is False:
+        if _false(row[f"{side}_kept_up"]) or _false(baselines_kept_up.get(side)):
             return f"{side}: the tenant did not keep its offered rate: not comparable"
+    return None
+
+
+def reading(row: dict[str, Any], baselines_kept_up: dict[str, Any]) -> str:
+    """What the two sides' paired ratios say (or why they cannot say it)."""
+    if (why := guard(row, baselines_kept_up)) is not None:
+        return why
     postgres, dedicated = (inflated(row[f"{side}_ratio_min"], row[f"{side}_ratio_max"])
                            for side in ("postgres", "dedicated"))
     if postgres is None or dedicated is None:
-        return f"cannot tell: the repetitions' ratios straddle x{BAND:g}"
-    if postgres and not dedicated:
-        return "removed: only Postgres inflates"
-    if postgres and dedicated:
-        return "moved: both inflate"
-    return "dedicated only inflates" if dedicated else f"neither inflates (both within x{BAND:g})"
+        verdict = f"cannot tell: the repetitions' paired ratios straddle x{BAND:g}"
+    elif postgres and not dedicated:
+        verdict = "removed: only Postgres inflates"
+    elif postgres and dedicated:
+        verdict = "moved: both inflate"
+    else:
+        verdict = "dedicated only inflates" if dedicated else f"neither inflates beyond x{BAND:g}"
+    return f"{verdict} ({sides_said(row)})"
 
 
 def caveat(row: dict[str, Any], baselines: pd.DataFrame) -> str:

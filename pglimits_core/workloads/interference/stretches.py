@@ -1,14 +1,17 @@
-"""Before / during / after an act (held xmin, autovacuum off), and how long recovery took.
+"""Before / during / after an act (held xmin, autovacuum off), and the autovacuum that followed it.
 
-``before`` = [warm-up end, act start), ``during`` = [act start, act end), ``after`` = [act end, window end).
-Per stretch: the queue table's dead tuples (median and largest of its seconds), the churn's claim
-latency p99 (exact, from every pgbench transaction in the stretch) and each bystander's per-second
-p99 (median and worst of the stretch's seconds: the bystanders' histograms cover the whole
-window, so a stretch has only their per-second values).
+``before`` = [warm-up end, act start), ``during`` = [act start, act end), ``after`` = [act end,
+window end), the edges the act's exact start and end times (not the second they fall in). Per
+stretch: the queue table's dead tuples (median and largest of the vacuum sampler's readings
+taken inside it), the churn's job p99 (one pgbench transaction = enqueue + claim + ack, three
+commits; exact, from every transaction that completed in the stretch) and each bystander's
+per-second p99 over the whole seconds inside it (median and worst; a second cut by an act edge
+is neither stretch's: the bystanders' histograms cover the whole window, so a stretch has only
+their per-second values).
 
-Recovery: seconds from the act's end until the dead tuples are back at or below their median
-before the act (the churn's typical level on its own sawtooth: an autovacuum after the act has
-cleared the pile); None when that did not happen inside the window.
+After the act: the seconds from the act's end to the start of the next autovacuum of the queue
+table (where the naptime tick fell, not how long the debt took), and that vacuum's elapsed time
+and tuples removed (from the server log: the debt it paid).
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pglimits_core.workloads.interference.evidence import BYSTANDERS, churn_in_window, sample_stats
+from pglimits_core.workloads.interference.churn import QUEUE_TABLE
+from pglimits_core.workloads.interference.evidence import (
+    BYSTANDERS,
+    DEAD,
+    churn_in_window,
+    log_entries,
+    sample_stats,
+)
 
 STRETCHES = ("before", "during", "after")
 
@@ -30,48 +40,66 @@ def bounds(events: dict[str, Any], window_s: float, warmup_s: float = 0.0) -> di
     return {"before": (min(warmup_s, start), start), "during": (start, end), "after": (end, window_s)}
 
 
-def _inside(series: pd.Series, low: float, high: float) -> pd.Series:
+def whole_seconds(series: pd.Series, low: float, high: float) -> pd.Series:
+    """Per-second values whose second [s, s + 1) lies wholly inside [low, high)."""
     index = np.asarray(series.index, dtype=float)
-    return series[(index >= np.floor(low)) & (index < high)].dropna()
+    return series[(index >= low) & (index + 1 <= high + 1e-9)].dropna()
+
+
+def dead_samples(frame: Any) -> pd.Series:
+    """The queue table's dead tuples indexed by each reading's exact time (s on the window's axis)."""
+    if frame is None or len(frame) == 0 or DEAD not in frame:
+        return pd.Series(dtype=float)
+    rows = frame[(frame["sampler"] == "vacuum") & frame[DEAD].notna()]
+    return pd.Series(rows[DEAD].to_numpy(dtype=float), index=rows["t"].to_numpy(dtype=float))
 
 
 def _round(value: Any) -> Any:
     return None if value is None or pd.isna(value) else round(float(value), 3)
 
 
-def stretch_row(name: str, low: float, high: float, measured: Any, series: dict[str, pd.Series],
-                dead: pd.Series) -> dict[str, Any]:
-    churn = churn_in_window(measured.churn_samples, measured.window_s)
-    claims = churn[(churn.t >= low) & (churn.t < high)]
-    dead_here = _inside(dead, low, high)
+def stretch_values(name: str, low: float, high: float, series: dict[str, pd.Series], dead: pd.Series) -> dict[str, Any]:
+    """One stretch's dead tuples (readings at exact times) and bystanders (whole seconds)."""
+    index = np.asarray(dead.index, dtype=float)
+    dead_here = dead[(index >= low) & (index < high)].dropna()
     row = {"stretch": name, "start_s": round(low, 2), "end_s": round(high, 2),
            "dead_tuples_median": _round(dead_here.median()) if len(dead_here) else None,
-           "dead_tuples_max": _round(dead_here.max()) if len(dead_here) else None,
-           "claim_p99_ms": sample_stats(claims.latency_us.to_numpy()).get("p99_ms"),
-           "claims": len(claims)}
+           "dead_tuples_max": _round(dead_here.max()) if len(dead_here) else None}
     for role in BYSTANDERS:
-        values = _inside(series.get(role, pd.Series(dtype=float)), low, high)
+        values = whole_seconds(series.get(role, pd.Series(dtype=float)), low, high)
         row[f"{role}_p99_ms_median_s"] = _round(values.median()) if len(values) else None
         row[f"{role}_p99_ms_worst_s"] = _round(values.max()) if len(values) else None
     return row
 
 
-def recovery_s(dead: pd.Series, act_start_s: float, act_end_s: float) -> float | None:
-    """Seconds after the act until dead tuples are back at their median before it."""
-    before = _inside(dead, 0.0, act_start_s)
-    after = dead[np.asarray(dead.index, dtype=float) >= np.ceil(act_end_s)].dropna()
-    if before.empty or after.empty:
-        return None
-    back = after[after <= before.median()]
-    return None if back.empty else round(max(0.0, float(back.index[0]) - act_end_s), 1)
+def job_values(jobs: pd.DataFrame, low: float, high: float) -> dict[str, Any]:
+    """The churn's job (enqueue + claim + ack) p99 over the transactions completed in [low, high)."""
+    here = jobs[(jobs.t >= low) & (jobs.t < high)]
+    return {"job_p99_ms": sample_stats(here.latency_us.to_numpy()).get("p99_ms"), "jobs": len(here)}
+
+
+def after_act_vacuum(entries: list[dict[str, Any]], act_end_s: float) -> dict[str, Any]:
+    """The first autovacuum of the queue table that started after the act: how long after the act's
+    end it started, how long it ran and what it removed (None where not known)."""
+    after = sorted((e for e in entries if e.get("table") == QUEUE_TABLE and e.get("kind", "vacuum") == "vacuum"
+                    and e.get("start_s") is not None and e["start_s"] >= act_end_s), key=lambda e: e["start_s"])
+    if not after:
+        return {"next_autovacuum_after_act_s": None, "that_vacuum_elapsed_s": None,
+                "that_vacuum_tuples_removed": None}
+    first = after[0]
+    return {"next_autovacuum_after_act_s": round(first["start_s"] - act_end_s, 2),
+            "that_vacuum_elapsed_s": first.get("elapsed_s"), "that_vacuum_tuples_removed": first.get("tuples_removed")}
 
 
 def stretches(measured: Any, series: dict[str, pd.Series], dead: pd.Series) -> dict[str, Any]:
-    """The three stretches and the recovery time of a run with an act (``{}`` without one)."""
+    """The three stretches and the autovacuum after the act of a run with an act (``{}`` without
+    one). ``dead``: the per-second series (its peak); the stretches read the exact readings."""
     if "act_start_s" not in measured.events or measured.events.get("act_start_s") is None:
         return {}
     spans = bounds(measured.events, measured.window_s, getattr(measured, "warmup_s", 0.0))
-    rows = [stretch_row(name, *spans[name], measured, series, dead) for name in STRETCHES]
-    return {"stretches": rows,
-            "recovery_s": recovery_s(dead, spans["during"][0], spans["during"][1]),
+    jobs = churn_in_window(measured.churn_samples, measured.window_s)
+    exact = dead_samples(measured.frame)
+    rows = [{**stretch_values(name, *spans[name], series, exact), **job_values(jobs, *spans[name])}
+            for name in STRETCHES]
+    return {"stretches": rows, **after_act_vacuum(log_entries(measured), spans["during"][1]),
             "dead_tuples_peak": _round(dead.max()) if len(dead) else None}

@@ -20,14 +20,18 @@ Every table copes with an empty frame (a notebook opened before any results exis
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from pglimits_core.workloads.interference import aligned
+from pglimits_core.workloads.interference import aligned, paired
+from pglimits_core.workloads.interference.churn import QUEUE_TABLE
 from pglimits_core.workloads.interference.plan import SIDES
-from pglimits_core.workloads.interference.points import SUSTAINED_SHARE
+from pglimits_core.workloads.interference.points import LOG_FILE, SUSTAINED_SHARE
 from pglimits_core.workloads.interference.sides import durability_class
+from pglimits_core.workloads.interference.stalls import run_stretches
 
 TENANTS = ("fts", "vector", "churn")
 ORDER = {"baseline": 0, "churn": 1, "control": 2, "held_xmin": 3, "autovacuum_off": 4}
@@ -46,16 +50,54 @@ def run_row(record: dict[str, Any]) -> dict[str, Any]:
             "windows_source": vacuum.get("windows_source"), "jobs_per_s": (outcome.get("churn") or {}).get("jobs_per_s"),
             "server_cpu_pct": (manifest.get("cpu") or {}).get("server_cpu_pct_median"), "outcome": outcome,
             "params": params, "client_bound": manifest.get("client_bound"),
-            "durability": durability_class(params.get("side") or "postgres", manifest.get("servers") or {})}
+            "durability": durability_class(params.get("side") or "postgres", manifest.get("servers") or {}),
+            "path": record.get("path"), "log_entries": (entries := log_entries(record)),
+            "removing_cycles": removing_cycles(entries, params)}
+
+
+def log_entries(record: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The run's parsed autovacuum log lines (``autovacuum-log.json``; None when not kept)."""
+    path = Path(record["path"]) / LOG_FILE if record.get("path") else None
+    if path is None or not path.exists():
+        return None
+    try:
+        return list(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def removing_cycles(entries: list[dict[str, Any]] | None, params: dict[str, Any]) -> int | None:
+    """Queue-table autovacuums after the warm-up that removed tuples (a vacuum under a held
+    horizon that removed none is no cycle of the churn's); None without the log."""
+    if entries is None:
+        return None
+    warmup = float(params.get("warmup_s") or 0.0)
+    return sum(1 for e in entries if e.get("table") == QUEUE_TABLE and e.get("kind") == "vacuum"
+               and (e.get("end_s") or 0) >= warmup and (e.get("tuples_removed") or 0) > 0)
+
+
+def summary_entry(record: dict[str, Any], tenant: str) -> dict[str, Any]:
+    """The tenant's ``load`` phase entry in summary.json ({} when missing)."""
+    for entry in (record.get("summary") or {}).get("entries", []):
+        if entry.get("role") == tenant and entry.get("phase", "load") == "load":
+            return entry
+    return {}
 
 
 def summary_p99(record: dict[str, Any], tenant: str, kind: str) -> float | None:
     """A tenant's p99 (ms) of one latency kind from summary.json (schedule_lag, service_time)."""
-    for entry in (record.get("summary") or {}).get("entries", []):
-        if entry.get("role") == tenant:
-            value = ((entry.get("latencies") or {}).get(kind) or {}).get("p99_us")
-            return None if value is None else round(value / 1000, 3)
-    return None
+    value = ((summary_entry(record, tenant).get("latencies") or {}).get(kind) or {}).get("p99_us")
+    return None if value is None else round(value / 1000, 3)
+
+
+def measured_s(record: dict[str, Any], tenant: str, params: dict[str, Any]) -> float | None:
+    """The seconds the tenant's count covers: its load phase as measured (the warm-up is a phase
+    of its own, not counted), else the window after the warm-up."""
+    duration = summary_entry(record, tenant).get("duration_s")
+    if duration:
+        return float(duration)
+    window, warmup = params.get("window_s"), params.get("warmup_s") or 0.0
+    return float(window) - float(warmup) if window else None
 
 
 def interference_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -65,11 +107,15 @@ def interference_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
         base = run_row(record)
         outcome = base["outcome"]
         params = record["manifest"].get("params", {})
-        for tenant, stats in (outcome.get("tenants") or {}).items():
+        tenants = outcome.get("tenants") or {}
+        if "churn" in tenants:  # one quantity: the churn's completed jobs over its measured seconds
+            base["jobs_per_s"] = per_second(tenants["churn"].get("count"), measured_s(record, "churn", params))
+        for tenant, stats in tenants.items():
             recorded = (outcome.get("alignment") or {}).get(tenant) or {}
             offered = params.get(OFFERED.get(tenant, "churn_rate"))
             rows.append({**base, "tenant": tenant, **{k: stats.get(k) for k in ("count", "p50_ms", "p99_ms", "max_ms")},
-                         "offered_per_s": offered, "achieved_per_s": per_second(stats.get("count"), base["window_s"]),
+                         "offered_per_s": offered,
+                         "achieved_per_s": per_second(stats.get("count"), measured_s(record, tenant, params)),
                          "service_p99_ms": summary_p99(record, tenant, "service_time"),
                          "lag_p99_ms": summary_p99(record, tenant, "schedule_lag"),
                          **{f"align_{k}": recorded.get(k) for k in ("inside_p99_ms", "outside_p99_ms", "observed_ms",
@@ -111,15 +157,31 @@ def spread(values: pd.Series, digits: int = 2) -> str:
 
 
 def cycles_note(rows: pd.DataFrame) -> str:
-    """What the windows' autovacuum count says about their length."""
-    if rows.mechanism.iloc[0] == "baseline":
+    """What the windows' autovacuum count says about their length (the control has no dead
+    tuples: no cycle is expected; an act's windows count only the vacuums that removed tuples)."""
+    mechanism = rows.mechanism.iloc[0]
+    if mechanism == "baseline":
         return "no churn"
-    cycles = pd.to_numeric(rows.cycles, errors="coerce").dropna()
+    if mechanism == "control":
+        return "no dead tuples: no cycle expected"
+    cycles = pd.to_numeric(counted_cycles(rows), errors="coerce").dropna()
     need = pd.to_numeric(rows.min_cycles, errors="coerce").dropna()
     if cycles.empty or need.empty:
         return "cycles not measured"
+    what = " that removed tuples" if removing_counted(rows) else ""
     short = int((cycles < need.iloc[0]).sum())
-    return f"{short} of {len(cycles)} windows < {int(need.iloc[0])} autovacuum cycles" if short else "ok"
+    return (f"{short} of {len(cycles)} windows < {int(need.iloc[0])} autovacuum cycles{what}" if short
+            else f"ok (autovacuum cycles{what})" if what else "ok")
+
+
+def removing_counted(rows: pd.DataFrame) -> bool:
+    """An act's windows count the vacuums that removed tuples (when their log is kept)."""
+    return bool(rows.mechanism.iloc[0] in paired.ACTS and "removing_cycles" in rows
+                and rows.removing_cycles.notna().all())
+
+
+def counted_cycles(rows: pd.DataFrame) -> pd.Series:
+    return rows.removing_cycles if removing_counted(rows) else rows.cycles
 
 
 def queueing(rows: pd.DataFrame) -> bool | None:
@@ -145,26 +207,45 @@ def sustained(rows: pd.DataFrame) -> bool | None:
     return bool((pd.to_numeric(rows.jobs_per_s, errors="coerce") >= SUSTAINED_SHARE * offered).all())
 
 
+def _by_repetition(group: pd.DataFrame) -> pd.DataFrame:
+    return group.sort_values("repetition", kind="stable")
+
+
+def paired_columns(group: pd.DataFrame) -> dict[str, Any]:
+    """Each repetition against its same-seed baseline (``paired``): the compared value, the
+    baseline's, the paired ratios (median, min, max, each repetition) and the per-second paired
+    differences."""
+    group = _by_repetition(group)
+    compared, base = (pd.to_numeric(group[c], errors="coerce") for c in ("compared_ms", "base_ms"))
+    ratio = (compared / base).where(base > 0)
+    known = ratio.dropna()
+    return {"p99_ms": spread(compared), "compared_on": group.compared_on.iloc[0],
+            "baseline_p99_ms": round(float(base.median()), 3) if base.notna().any() else None,
+            "inflation_ms": spread(compared - base) if base.notna().any() else "—",
+            "ratio": round(float(known.median()), 2) if len(known) else None,
+            "ratio_min": round(float(known.min()), 2) if len(known) else None,
+            "ratio_max": round(float(known.max()), 2) if len(known) else None,
+            "paired_ratios": paired.ratios(ratio),
+            "per_second_diff_ms": spread(group.s_diff_ms),
+            "seconds_higher": " · ".join(str(v) for v in group.s_higher if v) or "—",
+            "during_vs_churn": paired.ratios(group.during_vs_churn),
+            "window_p99_ms": spread(group.p99_ms)}
+
+
 def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
-    rows = _done(frame)
+    rows = paired.with_pairs(_done(frame))
     if rows.empty:
         return pd.DataFrame()
-    baseline = rows[rows.mechanism == "baseline"].groupby(["side", "tenant"]).p99_ms.median()
     out = []
     for (side, mechanism, level, tenant), group in rows.groupby(["side", "mechanism", "level", "tenant"], sort=False):
-        base = baseline.get((side, tenant))
-        p99 = pd.to_numeric(group.p99_ms, errors="coerce")
         out.append({"side": side, "mechanism": mechanism, "level": level, "churn_rate": group.churn_rate.iloc[0],
-                    "backlog": group.backlog.iloc[0], "tenant": tenant, "runs": len(group), "p99_ms": spread(p99), "baseline_p99_ms": base,
-                    "inflation_ms": spread(p99 - base) if base is not None else "—",
-                    "ratio": round(p99.median() / base, 2) if base else None,
-                    "ratio_min": round(p99.min() / base, 2) if base else None,
-                    "ratio_max": round(p99.max() / base, 2) if base else None,
+                    "backlog": group.backlog.iloc[0], "tenant": tenant, "runs": len(group), **paired_columns(group),
                     "service_p99_ms": spread(group.service_p99_ms), "lag_p99_ms": spread(group.lag_p99_ms),
-                    "max_ms": spread(group.max_ms), "achieved_per_s": spread(group.achieved_per_s, 0),
-                    "kept_up": kept_up(group), "jobs_per_s": spread(group.jobs_per_s, 0),
+                    "max_ms": spread(group.max_ms), "achieved_per_s": spread(group.achieved_per_s, 1),
+                    "kept_up": kept_up(group), "jobs_per_s": spread(group.jobs_per_s, 1),
                     "churn_sustained": sustained(group),
-                    "server_cpu_pct": spread(group.server_cpu_pct, 0), "autovacuum_cycles": spread(group.cycles, 0),
+                    "server_cpu_pct": spread(group.server_cpu_pct, 0),
+                    "autovacuum_cycles": spread(counted_cycles(group), 0),
                     "cycles_note": cycles_note(group), "client_bound_unknown": unknown_bound(group),
                     "queueing": queueing(group), "durability": group.durability.iloc[0]})
     table = pd.DataFrame(out)
@@ -193,16 +274,15 @@ def alignment_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def stalls_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Held xmin and autovacuum off: before / during / after each act (``stalls``)."""
     rows = _done(frame)
     if rows.empty:
         return pd.DataFrame()
     out = []
     for _, run in rows.drop_duplicates("run_id").iterrows():
-        outcome = run.outcome
-        events = outcome.get("events") or {}
-        for stretch in outcome.get("stretches") or []:
+        events = run.outcome.get("events") or {}
+        for stretch in run_stretches(run, run.get("log_entries")):
             out.append({"mechanism": run.mechanism, "level": run.level, "repetition": run.repetition, **stretch,
-                        "recovery_s": outcome.get("recovery_s") if stretch["stretch"] == "after" else None,
                         "holder_gone": events.get("holder_gone"),
                         "autovacuum_restored": events.get("autovacuum_restored")})
     return pd.DataFrame(out)

@@ -24,6 +24,7 @@ from pglimits_core.workloads.search.prepared import Setup, prepared
 from pglimits_core.workloads.search.queries import decade_streams
 from pglimits_core.workloads.search.systems.registry import jvm_servers
 from pglimits_core.workloads.search.variant import SearchVariant, load_variant, variant
+from pglimits_core.workloads.search.warmup import WarmupRule
 
 
 def setup_of(section: Any, profile: Any) -> Setup:
@@ -33,7 +34,15 @@ def setup_of(section: Any, profile: Any) -> Setup:
                             f"add datasets: corpus: {{documents: ...}} to configs/profiles/{profile.name}.yaml")
     crossover = section.crossover
     return Setup(spec, profile.name, profile.seed, crossover.per_decade if crossover else None,
-                 crossover.top_fraction if crossover else 0.2, section.load.batch_docs, section.warmup_s)
+                 crossover.top_fraction if crossover else 0.2, section.load.batch_docs, warmup_rule(section))
+
+
+def warmup_rule(section: Any) -> WarmupRule:
+    """The profile's warm-up knobs; its clients default to the throughput sweeps' largest count
+    (the load the warm-up prepares the server for)."""
+    clients = section.warmup_clients or max(c for sweep in section.throughput for c in sweep.clients)
+    return WarmupRule(cap_s=section.warmup_s, min_s=section.warmup_min_s, slice_s=section.warmup_slice_s,
+                      tolerance=section.warmup_tolerance, clients=clients)
 
 
 def variants_of(section: Any) -> list[SearchVariant]:

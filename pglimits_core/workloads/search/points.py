@@ -9,7 +9,7 @@ and ``correctness`` (every answer checked); ``prepared`` holds what every point 
 
 from __future__ import annotations
 
-import time
+import sys
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
@@ -23,6 +23,7 @@ from pglimits_core.workloads.search.prepared import Setup, prepared
 from pglimits_core.workloads.search.queries import SearchQuery
 from pglimits_core.workloads.search.records import STUDY
 from pglimits_core.workloads.search.variant import SearchVariant
+from pglimits_core.workloads.search.warmup import warm_until_steady
 
 
 def stream_params(setup: Setup, v: SearchVariant, stream: str) -> tuple[list[SearchQuery], dict[str, Any]]:
@@ -75,27 +76,32 @@ def _measured(ctx: Context, setup: Setup, v: SearchVariant, experiment: str, spe
                         after=lambda _result: {"warmup_before": warmed})
 
 
-_WARM: set[tuple[str, str, str]] = set()
+#: each server's warm-up record, by (server url, dataset): once per server, not per variant
+_WARM: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def warm_up(ctx: Context, setup: Setup, v: SearchVariant) -> dict[str, Any]:
-    """Before ``v``'s first timed point on this server: every query of the study back to back on
-    one connection for ``setup.warmup_s`` (untimed), so the JVMs have compiled their hot paths
-    and every system's caches hold the index. Returns what it did ({} when already warm)."""
-    key = (ctx.endpoints[v.server].url, v.label, setup.dataset)
-    if key in _WARM or setup.warmup_s <= 0:
+    """Before the first timed point on ``v``'s server: the study's queries on concurrent
+    connections until the throughput is steady (``warmup.WarmupRule``), untimed. Once per server
+    and dataset, not per variant: what warms is the server's — the JVMs' compiled code, the index
+    in their caches and in Postgres's shared buffers and the page cache — and every variant of a
+    server reads the same index (a variant's prepared statement is per connection: each load
+    worker prepares its own). Returns the server's warm-up record for this point's record, with
+    whether this point ran it ({} when the profile turns the warm-up off)."""
+    rule = setup.warmup
+    if not rule.enabled:
         return {}
-    data = prepared(setup)
-    with v.engine().open(ctx.endpoints[v.server].url) as engine:
-        started, done = time.perf_counter(), 0
-        while time.perf_counter() - started < setup.warmup_s:
-            for q in data.queries.queries:
-                engine.search(q.term_a, q.term_b)
-                done += 1
-                if time.perf_counter() - started >= setup.warmup_s:
-                    break
-    _WARM.add(key)
-    return {"seconds": round(time.perf_counter() - started, 2), "queries": done}
+    url = ctx.endpoints[v.server].url
+    key = (url, setup.dataset)
+    if key in _WARM:
+        return {**_WARM[key], "ran_before_this_point": False}
+    pairs = [(q.term_a, q.term_b) for q in prepared(setup).queries.queries]
+    _WARM[key] = {"server": v.server, "variant": v.label,
+                  **warm_until_steady(rule, lambda: v.engine().open(url), pairs)}
+    said = _WARM[key]
+    print(f"search: warm-up of {v.server} ({rule.clients} clients, {said['seconds']:g} s, {said['queries']} queries): "
+          f"{said['stopped']}; qps per {rule.slice_s:g} s slice: {said['slices_qps']}", file=sys.stderr)
+    return {**said, "ran_before_this_point": True}
 
 
 def matched_rate(ctx: Context, stream: str, fraction: float, labels: list[str]) -> tuple[float, dict[str, float]]:

@@ -23,12 +23,13 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.workloads.search.bm25 import Bm25
 from pglimits_core.workloads.search.queries import QuerySet, build_query_set
 from pglimits_core.workloads.search.systems.base import SearchSystem
+from pglimits_core.workloads.search.warmup import WarmupRule
 
 
 @dataclass(frozen=True)
 class Setup:
     """What every point of one study run shares: the corpus spec, the seed, the crossover's
-    query draw and the bulk batch size."""
+    query draw, the bulk batch size and the warm-up's rule."""
 
     spec: CorpusSpec
     profile: str
@@ -36,7 +37,7 @@ class Setup:
     per_decade: int | None = None
     top_fraction: float = 0.2
     batch_docs: int = 5000
-    warmup_s: float = 5.0
+    warmup: WarmupRule = WarmupRule()
 
     @property
     def dataset(self) -> str:

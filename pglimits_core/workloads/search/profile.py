@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
+from pydantic import (
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from pglimits_core.profiles import ForVariants, Strict
 
@@ -101,9 +108,16 @@ class SearchProfile(Strict):
     #: JVM heap of Elasticsearch and OpenSearch (-Xms = -Xmx), the same for both
     heap: str = "4g"
     repetitions: PositiveInt = 1
-    #: untimed, before a variant's first timed point: every query of the study back to back on
-    #: one connection for this long, so JIT compilation (the JVMs) and caches are warm
-    warmup_s: float = Field(5.0, ge=0)
+    #: the untimed warm-up before each server's first timed point (``warmup.py``): the study's
+    #: queries on ``warmup_clients`` connections (default: the throughput sweeps' largest client
+    #: count), in slices of ``warmup_slice_s``, until two consecutive slices' throughput agree
+    #: within ``warmup_tolerance`` (a fraction) after at least ``warmup_min_s``, or at the cap
+    #: ``warmup_s`` (then its record says "not steady after cap"); ``warmup_s: 0``: no warm-up
+    warmup_s: float = Field(120.0, ge=0)
+    warmup_min_s: PositiveFloat = 20.0
+    warmup_slice_s: PositiveFloat = 5.0
+    warmup_tolerance: float = Field(0.10, gt=0, lt=1)
+    warmup_clients: PositiveInt | None = None
     load: LoadSpec = Field(default_factory=LoadSpec)
     #: one or more sweeps (e.g. every system at every client count, the unranked Postgres
     #: match at fewer); repetitions are rounds over all of them
@@ -112,3 +126,10 @@ class SearchProfile(Strict):
     latency: LatencySweep | None = None
     ceiling: CeilingSweep | None = None
     mechanism: MechanismProbe | None = None
+
+    @model_validator(mode="after")
+    def _warmup_fits_its_cap(self) -> SearchProfile:
+        if self.warmup_s > 0 and max(self.warmup_min_s, self.warmup_slice_s) > self.warmup_s:
+            raise ValueError(f"warmup_min_s ({self.warmup_min_s:g}) and warmup_slice_s ({self.warmup_slice_s:g}) "
+                             f"must not exceed the cap warmup_s ({self.warmup_s:g})")
+        return self

@@ -123,7 +123,8 @@ def filtered_points(f: Any, setup: Setup, hnsw: list[VectorsVariant]) -> list[Po
         for pct in f.selectivity_pct:
             for ef in f.ef:
                 points += [point("filtered", v, filtered_point, setup=setup, selectivity_pct=pct, ef=ef,
-                                 clients=f.clients, repetition=r, duration_s=f.duration_s, warmup_s=f.warmup_s)
+                                 clients=f.clients, repetition=r, duration_s=f.duration_s, warmup_s=f.warmup_s,
+                                 recall_queries=f.recall_queries)
                            for v in hnsw]
     return points
 

@@ -257,16 +257,21 @@ def sweep_point(run: StudyRun, v: VectorsVariant, setup: Setup, ef: int | None, 
 
 
 def filtered_point(run: StudyRun, v: VectorsVariant, setup: Setup, selectivity_pct: int, ef: int, clients: int,
-                   repetition: int, duration_s: float, warmup_s: float) -> RecordedRun:
+                   repetition: int, duration_s: float, warmup_s: float,
+                   recall_queries: int | None = None) -> RecordedRun:
     """The search filtered to ``selectivity_pct`` % of the vectors (``tag < selectivity_pct``):
-    recall against the exact *filtered* top 10, rows returned (pgvector can return fewer), QPS."""
+    recall against the exact *filtered* top 10 (over the first ``recall_queries`` queries; None:
+    all — a slow filtered plan answers them one by one, untimed), rows returned (pgvector can
+    return fewer), QPS."""
 
     def score(data, system: VectorSystem) -> dict[str, Any]:
         mask = filter_mask(len(data.base), selectivity_pct)
-        return score_filtered(data, answers(system, data.queries), mask, setup.epsilon)
+        scored = data if recall_queries is None else SimpleNamespace(base=data.base,
+                                                                     queries=data.queries[:recall_queries])
+        return score_filtered(scored, answers(system, scored.queries), mask, setup.epsilon)
 
     params = {"selectivity_pct": selectivity_pct, "ef": ef, "clients": clients, "repetition": repetition,
-              "with_recall": True}
+              "with_recall": True, "recall_queries": recall_queries}
     return _query_point(run, v, setup, "filtered", params, selectivity_pct, score, duration_s, warmup_s)
 
 

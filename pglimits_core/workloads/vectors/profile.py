@@ -24,6 +24,8 @@ class Filtered(Strict):
     repetitions: int = Field(1, ge=1)
     duration_s: float = Field(gt=0)
     warmup_s: float = Field(0.5, ge=0)
+    recall_queries: int | None = Field(None, ge=1, description="recall scored on the dataset's first N queries "
+                                                               "(None: every query)")
 
 
 class Latency(Strict):

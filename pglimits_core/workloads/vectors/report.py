@@ -178,9 +178,10 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
                   latency[cols].round(3).to_markdown(index=False), ""]
     filtered = tables.get("filtered", pd.DataFrame())
     if not filtered.empty:
-        cols = [c for c in ("variant", "selectivity_pct", "ef", "qps", "recall_mean", "rows_mean", "short_answers_pct",
-                            "plan") if c in filtered]
-        lines += ["Filtered search (recall against the exact filtered top 10; rows returned per query):", "",
+        cols = [c for c in ("variant", "selectivity_pct", "ef", "qps", "recall_mean", "recall_queries", "rows_mean",
+                            "short_answers_pct", "plan") if c in filtered]
+        lines += ["Filtered search (recall against the exact filtered top 10 over the `recall_queries` queries scored; "
+                  "rows returned per query):", "",
                   filtered[cols].round(3).to_markdown(index=False), ""]
     difficulty = tables.get("difficulty", pd.DataFrame())
     if not difficulty.empty:

@@ -192,15 +192,16 @@ def _recall_by_ef(rows: pd.DataFrame) -> dict[tuple[str, float | None], dict[str
 
 
 FILTERED_COLUMNS = ["variant", "selectivity_pct", "ef", "clients", "qps", "qps_min", "qps_max", "runs",
-                    "recall_mean", "recall_worst5_mean", "rows_mean", "rows_min", "short_answers_pct",
+                    "recall_mean", "recall_worst5_mean", "recall_queries", "rows_mean", "rows_min", "short_answers_pct",
                     "filter_violations", "plan", "p50_ms", "p99_ms", "client_bound"]
 #: a filtered point recorded before plans were: pgvector then filtered on mod(id, 100) (no column)
 PLAN_NOT_RECORDED = "not recorded (mod(id, 100) filter, no column)"
 
 
 def filtered_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (engine, selectivity, ef): recall against the exact filtered top 10, rows returned
-    (mean, fewest, share of queries answered with fewer than 10), QPS."""
+    """Per (engine, selectivity, ef): recall against the exact filtered top 10 (over the
+    ``recall_queries`` queries scored), rows returned (mean, fewest, share of queries answered
+    with fewer than 10), QPS."""
     rows = _of(frame, "filtered")
     if rows.empty:
         return pd.DataFrame(columns=FILTERED_COLUMNS)
@@ -210,8 +211,8 @@ def filtered_table(frame: pd.DataFrame) -> pd.DataFrame:
         out.append({"variant": variant, "selectivity_pct": int(pct), "ef": int(ef), "clients": int(group.clients.iloc[0]),
                     "qps": group.ops_per_s.median(), "qps_min": group.ops_per_s.min(), "qps_max": group.ops_per_s.max(),
                     "runs": len(group), "recall_mean": group.recall_mean.median(),
-                    "recall_worst5_mean": group.recall_worst5_mean.median(), "rows_mean": group.rows_mean.median(),
-                    "rows_min": int(group.rows_min.min()),
+                    "recall_worst5_mean": group.recall_worst5_mean.median(), "recall_queries": queries,
+                    "rows_mean": group.rows_mean.median(), "rows_min": int(group.rows_min.min()),
                     "short_answers_pct": 100 * group.short_answers.median() / queries if queries else None,
                     "filter_violations": int(group.filter_violations.max()), "plan": _plan(group),
                     "p50_ms": _median(group, "service_time_p50_ms"), "p99_ms": _median(group, "service_time_p99_ms"),

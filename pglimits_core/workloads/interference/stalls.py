@@ -1,0 +1,62 @@
+"""The stalls table, rebuilt from each act run's record with the edges ``stretches`` uses (the
+act's exact start and end; the dead-tuple readings at their exact times from ``samplers.parquet``,
+the bystanders' whole seconds from ``outcome.series``); the churn's job p99 per stretch is the one
+recorded (pgbench's transactions are not kept, and were cut at the exact edges already). After
+the act: the wait for the next autovacuum of the queue table and what that vacuum did (the
+parsed log kept beside the record; without it, the spans in the outcome: no elapsed or removed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.workloads.interference import paired
+from pglimits_core.workloads.interference.evidence import BYSTANDERS, DEAD
+from pglimits_core.workloads.interference.stretches import (
+    STRETCHES,
+    after_act_vacuum,
+    bounds,
+    dead_samples,
+    stretch_values,
+)
+
+
+def samplers_of(path: Any) -> pd.DataFrame | None:
+    """The run's sampler rows (only the columns the dead tuples need), None when not readable."""
+    found = Path(path) / "samplers.parquet" if path else None
+    if found is None or not found.exists():
+        return None
+    try:
+        frame = pd.read_parquet(found)
+    except (OSError, ValueError):
+        return None
+    return frame[[c for c in ("sampler", "t", DEAD) if c in frame]]
+
+
+def recorded_jobs(stretch: dict[str, Any]) -> dict[str, Any]:
+    """The recorded job p99 and count of a stretch (older records named them claim_p99_ms, claims)."""
+    return {"job_p99_ms": stretch.get("job_p99_ms", stretch.get("claim_p99_ms")),
+            "jobs": stretch.get("jobs", stretch.get("claims"))}
+
+
+def run_stretches(run: Any, entries: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """One act run's three stretch rows and, on ``after``, the autovacuum that followed the act."""
+    outcome = run.outcome
+    recorded = {s["stretch"]: s for s in outcome.get("stretches") or []}
+    events = outcome.get("events") or {}
+    if events.get("act_start_s") is None or events.get("act_end_s") is None:
+        return []
+    spans = bounds(events, float(run.window_s), paired.warmup_of(run))
+    frame = samplers_of(run.get("path"))
+    series = {role: paired.per_second(outcome, role) for role in BYSTANDERS}
+    vacuums = entries if entries is not None else (outcome.get("vacuum") or {}).get("spans") or []
+    rows = []
+    for name in STRETCHES:
+        values = (stretch_values(name, *spans[name], series, dead_samples(frame)) if frame is not None
+                  else {k: v for k, v in recorded.get(name, {}).items() if k not in ("claim_p99_ms", "claims")})
+        after = after_act_vacuum(vacuums, spans["during"][1]) if name == "after" else {}
+        rows.append({**values, **recorded_jobs(recorded.get(name, {})), **after})
+    return rows
