@@ -256,6 +256,10 @@ def test_levels_alternate_their_order_by_repetition_on_both_sides():
             assert levels == sorted(levels, reverse=r % 2 == 1), (r, label, levels)
         assert [p.params["run_order"] for p in rep] == list(range(len(rep)))
         assert {p.params["level_order"] for p in rep} == {interference_plan.level_order(r)}
+        # the control rotates with the levels: after the churn in even repetitions, before it in odd
+        postgres = [p.experiment for p in rep if p.label == "postgres"]
+        assert (postgres.index("control") > postgres.index("churn")) == (r % 2 == 0), (r, postgres)
+        assert postgres[-2:] == ["held_xmin", "autovacuum_off"]  # the acts stay last
     assert interference_plan.plan(section, load_profile("full")) == points  # deterministic
 
 

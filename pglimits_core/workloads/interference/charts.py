@@ -45,8 +45,9 @@ def timeline_chart(table: pd.DataFrame):
     fig, axes = plt.subplots(len(groups), 1, figsize=(9, 2.4 * len(groups) + 0.6), squeeze=False, sharex=False)
     for ax, (_, rows) in zip(axes[:, 0], groups, strict=True):
         panel(ax, rows)
+    # two lines: one would run past the figure's edges
     axes[-1, 0].set_xlabel("second of the window (gold: an autovacuum run on the queue table from its start, widened to "
-                           f"{MIN_SHADE_S:g} s to stay visible; each panel is the worst repetition, not a typical one)")
+                           f"{MIN_SHADE_S:g} s to stay visible;\neach panel is the worst repetition, not a typical one)")
     legend = {}
     for ax in fig.axes:  # every tenant, the act and the dead tuples, once each
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):

@@ -5,7 +5,9 @@ Per repetition (rounds, so drift on the shared box spreads over every level): ea
 (c) and autovacuum off (d) at theirs, then the dedicated side's levels. The levels' order
 alternates by repetition on both sides (``LEVEL_ORDERS``: even repetitions the baseline first,
 odd ones the churn first), so a warm-up or drift that favours the first window of a side falls
-on the baseline and on the churn alike; each run's params record its order. The dedicated side
+on the baseline and on the churn alike; the control rotates with them (even repetitions baseline,
+churn, control; odd ones control, churn, baseline), so it runs after the churn in one and before
+it in the next; each run's params record its order. The dedicated side
 gets an unrecorded open-loop bystander load before each repetition's first window
 (``dedicated.warmup_window_s``: the JVM warms under the load it is then measured at). Every
 Postgres point is one window with every tenant at once on the project's one Postgres; every
@@ -92,11 +94,14 @@ def ordered_levels(levels: list[float], repetition: int) -> list[float]:
 
 
 def windows(section: Any, repetition: int = 0) -> list[tuple[str, float, float, dict[str, float] | None]]:
-    """One repetition's windows: (mechanism, level, seconds, act), the levels in its order."""
+    """One repetition's windows: (mechanism, level, seconds, act), the levels in its order, the
+    control rotated with them (last when the baseline is first, first when the churn is first:
+    its place relative to the churn alternates by repetition), the acts after."""
     found = [("baseline" if level == 0 else "churn", level, section.window_s, None)
              for level in ordered_levels(section.levels, repetition)]
     if section.control_level is not None:
-        found.append(("control", section.control_level, section.window_s, None))
+        control = ("control", section.control_level, section.window_s, None)
+        found = found + [control] if level_order(repetition) == "baseline first" else [control] + found
     for mechanism in ("held_xmin", "autovacuum_off"):
         stall = getattr(section, mechanism)
         if stall is not None:

@@ -25,7 +25,8 @@ HOW_TO_READ = (
     "same for every mechanism and both sides, so every ratio pairs a repetition with the same side's baseline of "
     "the same seed (the paired ratios are printed per repetition). Alignment = per-second p99 inside the "
     "autovacuum and auto-ANALYZE spans minus outside, the repetitions of a level pooled, exact p = k/n over every "
-    "combination of circular shifts, Benjamini–Hochberg across the table: \"aligned\" only at q < 0.05, else "
+    "combination of circular shifts (an act window without the seconds containing the act's start and end), "
+    "Benjamini–Hochberg across the table: \"aligned\" only at q < 0.05, else "
     "\"none shown\" with the test's minimum detectable effect (a span of tens of ms fills a few % of the second "
     "it marks: \"none shown\" is uninformative below that effect). The dedicated side runs the same tenants at the same rates on the same box, each on its own "
     "engine: the FTS query on OpenSearch (the search study's requests byte for byte), the HNSW query on Qdrant "
@@ -41,16 +42,22 @@ HOW_TO_READ = (
 CAPTIONS = {
     "inflation": ("p99 per tenant vs the same side's baseline run of the same seed (the same query schedule): median "
                   "over repetitions (min–max), the paired ratios per repetition and the per-second paired "
-                  "differences. `compared_on`: a plain window compares its window p99; an act window (longer) "
-                  "compares the median of its per-second p99 over the plain windows' seconds with the same seconds "
-                  "of the baseline, and `during_vs_churn` sets its during-act seconds against the same seconds of "
+                  "differences. `p99_ms` / `baseline_p99_ms`: the window p99 on every row. `compared_on`: a plain "
+                  "window's ratio is on its window p99; an act window's (longer) on the median of its per-second p99 "
+                  "over the plain windows' seconds against the same seconds of the baseline (`median_second_p99_ms` / "
+                  "`baseline_median_second_p99_ms`), and `during_vs_churn` sets its during-act seconds against the same seconds of "
                   "the same-seed churn window. Achieved rates: count over the load phase's measured seconds"),
     "alignment": ("Does a tenant's per-second p99 rise while autovacuum or auto-ANALYZE runs? Repetitions pooled, "
                   "exact p = k/n, Benjamini–Hochberg q across rows; the minimum detectable effect is the mean "
-                  "inside − outside per run a one-sided 0.05 test finds with 80 % power (before BH)"),
+                  "inside − outside per run a one-sided 0.05 test finds with 80 % power (before BH). An act window "
+                  "leaves out the seconds containing the act's start and its end: at the end the RESET or release, "
+                  "the dead-tuple peak and the debt-paying vacuum coincide, and held xmin's act-end second spikes "
+                  "without any vacuum, so an edge second cannot be attributed to the vacuum run"),
     "stalls": ("Held xmin and autovacuum off: before, during, after the act (edges at the act's exact start and end; "
                "job = the churn's enqueue+claim+ack transaction), and the next autovacuum of the queue table after "
-               "the act: how long after the act's end it started, its elapsed time and the tuples it removed"),
+               "the act: how long after the act's end it started, its elapsed time and the tuples it removed; per "
+               "stretch, the median buffer hits per second and the queue's vacuums that started in it (tuples "
+               "removed, not yet removable)"),
     "sides": "Split the systems? p99 inflation per tenant and churn level: Postgres vs dedicated engines, same box",
 }
 
@@ -146,21 +153,54 @@ def act_lines(stalls: pd.DataFrame) -> list[str]:
             f"{_range(after.get('next_autovacuum_after_act_s'), 1, ' s')} after the act, running "
             f"{_range(after.get('that_vacuum_elapsed_s'), 2, ' s')} and removing "
             f"{_range(after.get('that_vacuum_tuples_removed'), 0)} tuples")
-    return found + compared_acts(rose)
+    return found + compared_acts(stalls)
 
 
-def compared_acts(rose: dict[str, pd.Series]) -> list[str]:
-    """The two acts' rises side by side: told apart only when their ranges do not overlap."""
-    if not {"held_xmin", "autovacuum_off"} <= set(rose):
+ACTS = {"held_xmin": "with the xmin held", "autovacuum_off": "with autovacuum off"}
+
+
+def stretch_of(stalls: pd.DataFrame, mechanism: str, stretch: str, column: str) -> pd.Series:
+    """One act's per-repetition values of a stalls column in one stretch (indexed by repetition)."""
+    rows = stalls[(stalls.mechanism == mechanism) & (stalls.stretch == stretch)]
+    if column not in rows:
+        return pd.Series(dtype=float)
+    return pd.to_numeric(rows.set_index("repetition")[column], errors="coerce").dropna()
+
+
+def hits_change(stalls: pd.DataFrame, mechanism: str) -> str:
+    """Each repetition's buffer hits per second during the act against before it, in %."""
+    during, before = (stretch_of(stalls, mechanism, s, "buffer_hits_per_s_median") for s in ("during", "before"))
+    change = (100 * (during / before - 1)).where(before > 0).dropna()
+    return "not recorded" if change.empty else f"{change.min():+.0f} to {change.max():+.0f} %"
+
+
+def held_vacuums(stalls: pd.DataFrame) -> str:
+    """What the queue's vacuums during the held act removed and could not remove yet."""
+    removed, kept = (stretch_of(stalls, "held_xmin", "during", c)
+                     for c in ("vacuum_tuples_removed", "vacuum_not_yet_removable_max"))
+    if removed.empty and kept.empty:
+        return "the vacuums during the held act: not in the log"
+    return (f"the queue's vacuums during the held act removed {_range(removed, 0)} tuples in all, up to "
+            f"{_range(kept, 0)} not yet removable (per repetition)")
+
+
+def compared_acts(stalls: pd.DataFrame) -> list[str]:
+    """The two acts during the act, side by side (the churn job p99 per repetition), told apart
+    only when the ranges separate, with the mechanism evidence the records hold: buffer hits
+    during against before each act, and the vacuums under the held horizon."""
+    if "mechanism" not in stalls or not set(ACTS) <= set(stalls.mechanism):
         return []
-    held, off = (rose[m].dropna() for m in ("held_xmin", "autovacuum_off"))
+    held, off = (stretch_of(stalls, m, "during", "job_p99_ms") for m in ACTS)
     if held.empty or off.empty:
         return []
-    apart = held.min() > off.max() or off.min() > held.max()
-    said = ("the ranges do not overlap" if apart
+    apart = held.max() < off.min() or off.max() < held.min()
+    said = ("the ranges separate" if apart
             else f"the ranges overlap: not distinguishable with {min(len(held), len(off))} repetitions")
-    return [f"- Interference acts compared: the job p99 rose x{_range(held)} with the xmin held and "
-            f"x{_range(off)} with autovacuum off ({said})"]
+    runs = f"{len(held)} repetitions each" if len(held) == len(off) else f"{len(held)} and {len(off)} repetitions"
+    hits = "; ".join(f"{hits_change(stalls, m)} {said_as}" for m, said_as in ACTS.items())
+    return [f"- Interference acts compared: during the act the churn job p99 was {_range(held)} ms with the xmin "
+            f"held against {_range(off)} ms with autovacuum off ({runs}; {said}); buffer hits per second during "
+            f"against before the act: {hits}; {held_vacuums(stalls)}"]
 
 
 def split_lines(sides: pd.DataFrame) -> list[str]:

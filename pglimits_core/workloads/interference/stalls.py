@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from pglimits_core.workloads.interference import paired
+from pglimits_core.workloads.interference.churn import QUEUE_TABLE
 from pglimits_core.workloads.interference.evidence import BYSTANDERS, DEAD
 from pglimits_core.workloads.interference.stretches import (
     STRETCHES,
@@ -22,6 +23,9 @@ from pglimits_core.workloads.interference.stretches import (
     dead_samples,
     stretch_values,
 )
+
+#: the Postgres sampler's shared-buffer hits per second (the scan work a stretch did)
+HITS = "blks_hit_per_s"
 
 
 def samplers_of(path: Any) -> pd.DataFrame | None:
@@ -33,13 +37,34 @@ def samplers_of(path: Any) -> pd.DataFrame | None:
         frame = pd.read_parquet(found)
     except (OSError, ValueError):
         return None
-    return frame[[c for c in ("sampler", "t", DEAD) if c in frame]]
+    return frame[[c for c in ("sampler", "t", DEAD, HITS) if c in frame]]
 
 
 def recorded_jobs(stretch: dict[str, Any]) -> dict[str, Any]:
     """The recorded job p99 and count of a stretch (older records named them claim_p99_ms, claims)."""
     return {"job_p99_ms": stretch.get("job_p99_ms", stretch.get("claim_p99_ms")),
             "jobs": stretch.get("jobs", stretch.get("claims"))}
+
+
+def mechanism_evidence(frame: pd.DataFrame | None, vacuums: list[dict[str, Any]], low: float, high: float) -> dict[str, Any]:
+    """A stretch's median buffer hits per second (the Postgres sampler's readings inside it) and
+    the queue-table vacuums that started inside it: tuples removed (summed) and the most any of
+    them found not yet removable (None where the log does not say)."""
+    hits = None
+    if frame is not None and HITS in frame:
+        rows = frame[(frame["sampler"] == "postgres") & (frame["t"] >= low) & (frame["t"] < high)][HITS].dropna()
+        hits = round(float(rows.median()), 1) if len(rows) else None
+    here = [v for v in vacuums if v.get("table") == QUEUE_TABLE and v.get("kind", "vacuum") == "vacuum"
+            and v.get("start_s") is not None and low <= v["start_s"] < high]
+    return {"buffer_hits_per_s_median": hits, "vacuums_started": len(here),
+            "vacuum_tuples_removed": _total(here, "tuples_removed"),
+            "vacuum_not_yet_removable_max": max((v["not_yet_removable"] for v in here
+                                                 if v.get("not_yet_removable") is not None), default=None)}
+
+
+def _total(entries: list[dict[str, Any]], key: str) -> Any:
+    known = [e[key] for e in entries if e.get(key) is not None]
+    return sum(known) if known else None
 
 
 def run_stretches(run: Any, entries: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -58,5 +83,6 @@ def run_stretches(run: Any, entries: list[dict[str, Any]] | None) -> list[dict[s
         values = (stretch_values(name, *spans[name], series, dead_samples(frame)) if frame is not None
                   else {k: v for k, v in recorded.get(name, {}).items() if k not in ("claim_p99_ms", "claims")})
         after = after_act_vacuum(vacuums, spans["during"][1]) if name == "after" else {}
-        rows.append({**values, **recorded_jobs(recorded.get(name, {})), **after})
+        rows.append({**values, **recorded_jobs(recorded.get(name, {})),
+                     **mechanism_evidence(frame, vacuums, *spans[name]), **after})
     return rows

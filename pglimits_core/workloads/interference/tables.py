@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pglimits_core.workloads.interference import aligned, paired
@@ -211,16 +212,30 @@ def _by_repetition(group: pd.DataFrame) -> pd.DataFrame:
     return group.sort_values("repetition", kind="stable")
 
 
-def paired_columns(group: pd.DataFrame) -> dict[str, Any]:
-    """Each repetition against its same-seed baseline (``paired``): the compared value, the
-    baseline's, the paired ratios (median, min, max, each repetition) and the per-second paired
-    differences."""
+def _median_of(values: pd.Series) -> float | None:
+    values = pd.to_numeric(values, errors="coerce")
+    return round(float(values.median()), 3) if values.notna().any() else None
+
+
+def one_statistic(group: pd.DataFrame, compared: pd.Series, base: pd.Series, base_window: pd.Series) -> dict[str, Any]:
+    """``p99_ms`` / ``baseline_p99_ms`` are the window p99 on every row; an act row's compared
+    statistic (the median per-second p99) goes in its own columns (blank on plain rows)."""
+    act = group.compared_on.iloc[0] != paired.WINDOW_P99
+    return {"p99_ms": spread(group.p99_ms), "baseline_p99_ms": _median_of(base_window if act else base),
+            "median_second_p99_ms": spread(compared) if act else "—",
+            "baseline_median_second_p99_ms": _median_of(base) if act else None}
+
+
+def paired_columns(group: pd.DataFrame, base_window: pd.Series) -> dict[str, Any]:
+    """Each repetition against its same-seed baseline (``paired``): the window p99s, the compared
+    value and the baseline's (``one_statistic``), the paired ratios (median, min, max, each
+    repetition; on the compared value) and the per-second paired differences."""
     group = _by_repetition(group)
     compared, base = (pd.to_numeric(group[c], errors="coerce") for c in ("compared_ms", "base_ms"))
     ratio = (compared / base).where(base > 0)
     known = ratio.dropna()
-    return {"p99_ms": spread(compared), "compared_on": group.compared_on.iloc[0],
-            "baseline_p99_ms": round(float(base.median()), 3) if base.notna().any() else None,
+    return {**one_statistic(group, compared, base, base_window.reindex(group.index)),
+            "compared_on": group.compared_on.iloc[0],
             "inflation_ms": spread(compared - base) if base.notna().any() else "—",
             "ratio": round(float(known.median()), 2) if len(known) else None,
             "ratio_min": round(float(known.min()), 2) if len(known) else None,
@@ -228,18 +243,25 @@ def paired_columns(group: pd.DataFrame) -> dict[str, Any]:
             "paired_ratios": paired.ratios(ratio),
             "per_second_diff_ms": spread(group.s_diff_ms),
             "seconds_higher": " · ".join(str(v) for v in group.s_higher if v) or "—",
-            "during_vs_churn": paired.ratios(group.during_vs_churn),
-            "window_p99_ms": spread(group.p99_ms)}
+            "during_vs_churn": paired.ratios(group.during_vs_churn)}
+
+
+def baseline_windows(rows: pd.DataFrame) -> pd.Series:
+    """Each row's same-seed baseline window p99 (NaN without a baseline)."""
+    found = {(r.side, r.tenant, r.seed): r.p99_ms for r in rows[rows.mechanism == "baseline"].itertuples()}
+    return pd.Series([found.get((r.side, r.tenant, r.seed), np.nan) for r in rows.itertuples()],
+                     index=rows.index, dtype=float)
 
 
 def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
     rows = paired.with_pairs(_done(frame))
     if rows.empty:
         return pd.DataFrame()
+    base_window = baseline_windows(rows)
     out = []
     for (side, mechanism, level, tenant), group in rows.groupby(["side", "mechanism", "level", "tenant"], sort=False):
         out.append({"side": side, "mechanism": mechanism, "level": level, "churn_rate": group.churn_rate.iloc[0],
-                    "backlog": group.backlog.iloc[0], "tenant": tenant, "runs": len(group), **paired_columns(group),
+                    "backlog": group.backlog.iloc[0], "tenant": tenant, "runs": len(group), **paired_columns(group, base_window),
                     "service_p99_ms": spread(group.service_p99_ms), "lag_p99_ms": spread(group.lag_p99_ms),
                     "max_ms": spread(group.max_ms), "achieved_per_s": spread(group.achieved_per_s, 1),
                     "kept_up": kept_up(group), "jobs_per_s": spread(group.jobs_per_s, 1),
