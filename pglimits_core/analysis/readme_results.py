@@ -98,8 +98,31 @@ def workload_lines(workload, profile: str, paths: StudyPaths, write: bool = True
     hardware = hardware_line(outputs.records, closing_facts(paths.runs, workload.name))
     lines = [f"### {workload.title} results (profile `{profile}`, machine `{paths.runs.parent.parent.name}`, "
              "generated from its run records)", "", f"Hardware: {hardware}.", ""]
+    failed = failed_line(outputs.records)
+    lines += [failed, ""] if failed else []
     lines += workload.readme_lines(outputs.tables, links)
     return lines + [f"![{name}]({link_prefix}{repo_relative(paths.figures)}/{name}.png)" for name in outputs.figures]
+
+
+def failed_line(records: list[dict]) -> str | None:
+    """The points whose run failed, by reason: their tables count k of n runs, and a reader of the
+    block must see why a run is missing without opening the report."""
+    failed = [r["manifest"] for r in records if r["manifest"].get("status") == "failed"]
+    if not failed:
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for manifest in failed:
+        reason = (manifest.get("error") or "no error recorded").split(":")[0]
+        by_reason.setdefault(reason, []).append(_point_name(manifest["params"]))
+    parts = [f"{len(points)} × {reason} ({', '.join(sorted(set(points)))})" for reason, points in by_reason.items()]
+    return (f"**Failed runs: {len(failed)} of {len(records)}**, left out of every table (their points show k of n "
+            f"runs): {'; '.join(parts)}. Each error in full: the report's \"What could not be run, and why\".")
+
+
+def _point_name(params: dict) -> str:
+    """``experiment variant @N`` for a failed run (N: its consumers or clients, when it has them)."""
+    count = params.get("consumers") or params.get("clients")
+    return f"{params.get('experiment')} {params.get('variant')}" + (f" @{count}" if count else "")
 
 
 def closing_facts(runs: Path, study: str) -> dict | None:

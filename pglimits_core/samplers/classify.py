@@ -200,6 +200,11 @@ WINDOW_SLACK_S = 0.1
 #: whole sampler seconds inside the window the CPU split needs: a median needs one reading
 MIN_WINDOW_SECONDS = 1
 WINDOW_TOO_SHORT = "window too short for the CPU split"
+#: a host row whose readings took longer than this measured part of the next second (the
+#: sampler thread starved on a saturated box): it and the row after it, whose interval starts
+#: at that late reading, are left out of the CPU split
+SLOW_READ_S = 0.15
+SLOW_READS = "the CPU readings came late"
 NO_WINDOW = ("measured window not known: the load did not report when its measured phases ran, "
              "so no CPU split is drawn from the run's set-up and tear-down seconds")
 
@@ -219,7 +224,18 @@ def measured_rows(frame: Any, window_t_s: tuple[float, float]) -> Any:
     previous = ordered.groupby("sampler")["t"].shift(1) if "sampler" in ordered.columns else times.shift(1)
     begun = previous.fillna(times - DEFAULT_INTERVAL_S)
     start, end = window_t_s
-    return ordered[(begun >= start - WINDOW_SLACK_S) & (times <= end + WINDOW_SLACK_S)]
+    return ordered[(begun >= start - WINDOW_SLACK_S) & (times <= end + WINDOW_SLACK_S) & ~late_rows(ordered)]
+
+
+def late_rows(ordered: Any) -> Any:
+    """Rows whose readings, or their sampler's previous readings, took over ``SLOW_READ_S``
+    (False where the sampler does not time its readings)."""
+    if "cpu_read_s" not in ordered.columns:
+        return ordered["t"] != ordered["t"]
+    slow = ordered["cpu_read_s"].fillna(0.0) > SLOW_READ_S
+    by = ordered["sampler"] if "sampler" in ordered.columns else None
+    before = slow.groupby(by).shift(1, fill_value=False) if by is not None else slow.shift(1, fill_value=False)
+    return slow | before
 
 
 def window_verdict(frame: Any, window_t_s: tuple[float, float] | None, client_workers: int,
@@ -238,6 +254,10 @@ def window_verdict(frame: Any, window_t_s: tuple[float, float] | None, client_wo
     seconds = int((rows["client_cpu_pct"].notna() & rows["server_cpu_pct"].notna()).sum())
     start, end = window_t_s
     window = {"window_t_s": [round(start, 3), round(end, 3)], "window_seconds": seconds}
+    if seconds < MIN_WINDOW_SECONDS and _late_inside(frame, window_t_s):
+        return _no_split(f"{SLOW_READS}: every whole sampler second inside the measured window ({start:.2f}-{end:.2f} s) "
+                         f"was read over {SLOW_READ_S} s late or after a late reading (the sampler starved on a "
+                         f"saturated box), so no CPU split is drawn from misplaced seconds", window, server_cores)
     if seconds < MIN_WINDOW_SECONDS:
         return _no_split(f"{WINDOW_TOO_SHORT}: {seconds} whole sampler seconds inside the measured window "
                          f"({start:.2f}-{end:.2f} s on the samplers' clock), {MIN_WINDOW_SECONDS} needed; "
@@ -245,6 +265,14 @@ def window_verdict(frame: Any, window_t_s: tuple[float, float] | None, client_wo
     verdict = host_frame_verdict(rows, client_workers, server_cores, engine_in_client)
     verdict["cpu"].update(window)
     return verdict
+
+
+def _late_inside(frame: Any, window_t_s: tuple[float, float]) -> bool:
+    """Whether some row inside the window was left out only for late readings."""
+    if "cpu_read_s" not in frame.columns:
+        return False
+    inside = measured_rows(frame.drop(columns=["cpu_read_s"]), window_t_s)
+    return len(inside) > len(measured_rows(frame, window_t_s))
 
 
 def _no_split(reason: str, window: dict[str, Any], server_cores: int | None) -> dict[str, Any]:

@@ -179,3 +179,22 @@ def test_the_queue_resources_table_uses_the_window(tmp_path):
     row = resources_row(run, measured_samplers(tmp_path / "run"))
     assert row["server_cpu_pct"] == pytest.approx(122.0)
     assert row["server_cpu_us_per_msg_with_polling"] == pytest.approx(1220.0)
+
+
+def test_a_late_reading_and_the_row_after_it_are_left_out_of_the_split():
+    # the sampler thread starved: the row stamped 5.01 was read 0.9 s late, so it measured part
+    # of the next second, and the 6.01 row's interval starts at that late reading
+    frame = host_frame()
+    frame["cpu_read_s"] = [0.9 if (s == "host" and t == 5.01) else 0.01 for t, s in zip(frame.t, frame.sampler, strict=True)]
+    host = measured_rows(frame, WINDOW).query("sampler == 'host'")
+    assert list(host.t) == [4.01, 7.01]
+
+
+def test_a_window_whose_every_second_was_read_late_has_no_split_and_says_why():
+    from pglimits_core.samplers.classify import SLOW_READS
+
+    frame = host_frame()
+    frame["cpu_read_s"] = [0.5 if s == "host" else 0.0 for s in frame.sampler]
+    verdict = window_verdict(frame, WINDOW, client_workers=4)
+    assert verdict["client_bound"] is None and verdict["cpu"]["server_cpu_pct_median"] is None
+    assert verdict["client_bound_reason"].startswith(SLOW_READS)

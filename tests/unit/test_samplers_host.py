@@ -195,3 +195,39 @@ def test_the_machines_cpu_time_comes_from_the_exact_cgroup_counter_when_there_is
     assert cgroup_cpu_seconds(((str(tmp_path / "missing"), None, 1e-9), (str(v1), None, 1e-9))) == 2.5
     assert cgroup_cpu_seconds(((str(v2), "usage_usec", 1e-6),)) == 1.5
     assert cgroup_cpu_seconds(((str(tmp_path / "missing"), None, 1e-9),)) is None  # /proc/stat then
+
+
+def test_a_backend_gone_before_its_own_reading_is_paid_back_not_counted_twice():
+    # the postmaster (20) is read before its backend (21); the backend exits in between: this row
+    # subtracts it (it vanished) before the reaped counter shows it, the next row adds its lifetime
+    reader = ReapingReader()
+    reader.processes = {20: (1.0, 1, 0.0, 1.0), 21: (2.0, 20, None, 1.0)}
+    reader.children = {20: [21]}
+    sampler = HostSampler(lambda: [], lambda: [20], reader=reader)
+    sampler.sample(0.0)
+    reader.processes = {20: (1.0, 1, 0.0, 1.0)}  # 21 gone, not reaped yet
+    reader.children = {}
+    assert sampler.sample(1.0)["server_cpu_pct"] == pytest.approx(0.0)
+    reader.processes = {20: (1.0, 1, 2.3, 1.0)}  # reaped: its 2.3 s lifetime, 0.3 s of it unseen
+    assert sampler.sample(2.0)["server_cpu_pct"] == pytest.approx(30.0)  # not 230 %
+
+
+def test_a_process_whose_start_time_reads_early_still_counts_from_its_start():
+    import time
+
+    from pglimits_core.samplers.host import START_TIME_SLACK_S
+
+    reader = ReapingReader()
+    reader.processes = {20: (1.0, 1, 0.0, 1.0)}
+    sampler = HostSampler(lambda: [], lambda: [20], reader=reader)
+    sampler.sample(0.0)
+    # forked just after the first sample, but psutil's whole-second boot time puts it before it
+    reader.processes[22] = (0.3, 20, None, time.time() - START_TIME_SLACK_S / 2)
+    reader.children = {20: [22]}
+    assert sampler.sample(1.0)["server_cpu_pct"] == pytest.approx(30.0)
+
+
+def test_every_row_says_how_long_its_readings_took(reader):
+    sampler = sampler_for(reader)
+    row = sampler.sample(0.0)
+    assert 0.0 <= row["cpu_read_s"] < 1.0

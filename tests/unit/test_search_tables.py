@@ -51,11 +51,16 @@ def test_one_client_bound_repetition_marks_the_point_and_none_is_not_a_mark():
     assert marks.loc["opensearch"].client_bound is None and "ᶜ" not in marks.loc["opensearch"].qps_text
 
 
-def test_a_run_too_short_for_the_cpu_sampler_has_no_cpu_split_and_no_verdict_never_zero():
-    table = qps_table(frame(client_row("a", "opensearch", "rare", 2, 800.0, bound=False, run_s=1.1)))
-    row = table.iloc[0]
-    assert row.client_bound is None and row.client_cpu_pct is None and row.client_cpu_us_per_query is None
+def test_a_run_whose_record_has_no_cpu_split_shows_none_never_zero():
+    # the record decides (no whole sampler second in its window): a short run is blank, and a
+    # 3-s run whose window held one has its split whatever the run's length
+    blank = client_row("a", "opensearch", "rare", 2, 800.0, bound=None, client_cpu_pct=None, server_cpu_pct=None,
+                       other_cpu_pct=None, run_s=1.1)
+    row = qps_table(frame(blank)).iloc[0]
+    assert pd.isna(row.client_bound) and pd.isna(row.client_cpu_pct) and pd.isna(row.client_cpu_us_per_query)
     assert row.qps == 800.0
+    split = qps_table(frame(client_row("b", "opensearch", "rare", 2, 800.0, run_s=3.0))).iloc[0]
+    assert split.client_cpu_pct == 50.0 and not split.client_bound
 
 
 def test_failed_runs_give_no_number_and_streams_sort_in_study_order():

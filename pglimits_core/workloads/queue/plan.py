@@ -39,9 +39,9 @@ def plan(section: Any, profile: Any) -> list[Point]:
     check_variant_filters(section, variants)
     sizer = PrefillSizer(first=PROBED) if section.throughput.size_prefill else None  # one memory for the whole run
     points = []
-    for _ in range(section.repetitions):
+    for repetition in range(section.repetitions):
         for v in variants:
-            points += sweep_points(section, v, sizer)
+            points += sweep_points(section, v, sizer, repetition)
     points += [cliff_point(section.cliff, v) for v in variants if section.cliff and section.cliff.includes(v.label)]
     points += ceiling_points(section.ceiling, variants)
     points += harness_bench_points(section.harness_bench, variants)
@@ -65,14 +65,14 @@ def check_variant_filters(section: Any, variants: list[QueueVariant]) -> None:
                                 f"use one of: {', '.join(sorted(labels))}")
 
 
-def sweep_points(section: Any, v: QueueVariant, sizer: PrefillSizer | None = None) -> list[Point]:
-    """One repetition of the throughput, steady-state and latency sweeps of variant ``v``
+def sweep_points(section: Any, v: QueueVariant, sizer: PrefillSizer | None = None, repetition: int = 0) -> list[Point]:
+    """Round ``repetition`` of the throughput, steady-state and latency sweeps of variant ``v``
     (``sizer``: the run's prefill memory, ``prefill_size.py``)."""
     t, st, lat = section.throughput, section.steady, section.latency
     burn_down = partial(throughput_point, sizer=sizer) if sizer is not None else throughput_point
     points = [point("throughput", v, burn_down, consumers=c, prefill_count=t.prefill,
                     duration_s=t.duration_s, warmup_s=t.warmup_s)
-              for c in t.consumers_for(v.label)]
+              for c in t.consumers_for(v.label, repetition)]
     points += [point("steady", v, steady_point, consumers=c, producers=st.producers,
                      target_depth=st.target_depth, duration_s=st.duration_s, warmup_s=st.warmup_s)
                for c in (st.consumers if st and st.includes(v.label) else [])]

@@ -15,6 +15,12 @@ class MoreConsumers(ForVariants):
 
     variants: list[str] = Field(min_length=1)
     consumers: list[PositiveInt] = Field(min_length=1)
+    #: rounds that measure these counts (default: every round of the section): a curve's shape
+    #: point (one consumer, 64) needs fewer repetitions than the headline counts
+    repetitions: PositiveInt | None = None
+
+    def in_round(self, repetition: int) -> bool:
+        return self.repetitions is None or repetition < self.repetitions
 
 
 class MoreRates(ForVariants):
@@ -37,9 +43,11 @@ class ThroughputSweep(ForVariants):
     duration_s: PositiveFloat
     warmup_s: PositiveFloat = 1.0
 
-    def consumers_for(self, label: str) -> list[int]:
-        """The consumer counts of variant ``label``, ascending (the prefill sizing learns upward)."""
-        more = {c for extra in self.extra_consumers() if extra.includes(label) for c in extra.consumers}
+    def consumers_for(self, label: str, repetition: int = 0) -> list[int]:
+        """The consumer counts of variant ``label`` in round ``repetition``, ascending (the
+        prefill sizing learns upward)."""
+        more = {c for extra in self.extra_consumers() if extra.includes(label) and extra.in_round(repetition)
+                for c in extra.consumers}
         return sorted(set(self.consumers) | more) if self.includes(label) else []
 
     def extra_consumers(self) -> list[MoreConsumers]:

@@ -20,10 +20,6 @@ from pglimits_core.workloads.search.systems.registry import system_class
 
 MIB = 2 ** 20
 STREAM_ORDER = ("frequent", "medium", "rare", "mixed")
-#: the host sampler reads CPU once a second and counts a process from its second reading: a run
-#: shorter than this (warmup + window) has too few readings for a CPU split or a client-bound
-#: verdict, which are then left blank
-MIN_CPU_RUN_S = 3.5
 COLUMNS = ("run_id", "experiment", "variant", "system", "stream", "clients")
 LOAD_COLUMNS = ("bulk_load_s", "index_build_s", "vacuum_analyze_s", "settle_s", "total_s", "documents",
                 "docs_per_s_bulk", "docs_per_s_total", "index_bytes", "table_bytes", "total_bytes", "segments",
@@ -146,17 +142,13 @@ def _correctness_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 # --- throughput -----------------------------------------------------------------------------------
 def _client_rows(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
-    """The load runs of ``experiment``; CPU figures and the client-bound verdict of a run too
-    short for the host sampler are blanked (``MIN_CPU_RUN_S``), never shown as 0 %."""
+    """The load runs of ``experiment``. A run's CPU figures and client-bound verdict are its
+    record's: blank when its measured window held no whole sampler second (the record says why,
+    ``samplers.classify.window_verdict``), never shown as 0 %."""
     rows = measured(frame)
     if rows.empty or "experiment" not in rows:
         return pd.DataFrame()
-    rows = rows[(rows.experiment == experiment) & (rows.role == "client")].copy()
-    short = pd.to_numeric(rows.get("run_s"), errors="coerce").fillna(0) < MIN_CPU_RUN_S
-    for column in ("client_cpu_pct", "server_cpu_pct", "other_cpu_pct"):
-        rows[column] = rows[column].astype(object).where(~short, None)
-    rows["client_bound"] = rows.client_bound.astype(object).where(~short, None)
-    return rows
+    return rows[(rows.experiment == experiment) & (rows.role == "client")].copy()
 
 
 def qps_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.DataFrame:
