@@ -55,6 +55,6 @@ def has_values(table_csv: Path, column: str) -> bool:
     """Whether a written table has any value in ``column`` (an empty table is written as an empty CSV)."""
     try:
         table = pd.read_csv(table_csv)
-    except pd.errors.EmptyDataError:
+    except (FileNotFoundError, pd.errors.EmptyDataError):  # a table with no rows may not be written
         return False
     return column in table and bool(table[column].notna().any())
