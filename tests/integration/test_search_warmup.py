@@ -1,5 +1,5 @@
-"""The search warm-up against a real Elasticsearch (512 MB heap) on the test corpus: concurrent
-connections run the study's queries in slices until two agree (or the cap), every slice answered
+"""The search warm-up against a real Elasticsearch (512 MB heap) on the test corpus: the load
+driver's worker processes run the study's queries in slices until two agree (or the cap), every slice answered
 queries, the record says how it stopped, and nothing is left running. Prints the slices."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from pglimits_core.datasets.corpus import generate_corpus
 from pglimits_core.profiles import load_profile
 from pglimits_core.workloads.search.loading import load_index
+from pglimits_core.workloads.search.ops import SearchOp
 from pglimits_core.workloads.search.queries import build_query_set
 from pglimits_core.workloads.search.systems.registry import make_system
-from pglimits_core.workloads.search.variant import variant
-from pglimits_core.workloads.search.warmup import WarmupRule, warm_until_steady
+from pglimits_core.workloads.search.warmup import WarmupRule, driver_slices, warm_until_steady
 from tests.conftest import TEST_ROOT, processes_using
 
 pytestmark = pytest.mark.integration
@@ -38,8 +38,8 @@ def test_a_cold_engine_is_warmed_until_two_slices_agree_or_the_cap():
         with make_system("elasticsearch").open(url) as index:
             texts = (corpus.text(d) for d in range(corpus.num_documents))
             load_index(index, index.encode_chunks(texts, 500), "test", corpus.num_documents)
-        pairs = [(q.term_a, q.term_b) for q in queries.queries]
-        record = warm_until_steady(RULE, lambda: variant("elasticsearch").engine().open(url), pairs)
+        op = SearchOp("elasticsearch", url, {}, [(q.term_a, q.term_b, q.expected_hits) for q in queries.queries])
+        record = warm_until_steady(RULE, driver_slices(op, RULE.clients, seed=7))
     finally:
         server.stop()
         leaked = processes_using(data_dir)

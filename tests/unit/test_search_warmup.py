@@ -1,9 +1,9 @@
-"""The search warm-up's stopping rule on fake slices (no clock), its threaded load on fake
-engines, the profile's knobs, and the warm-up once per server in a point's record."""
+"""The search warm-up's stopping rule on fake slices (no clock), its slices run by the load
+driver on a fake query, the profile's knobs, and the warm-up once per server in a point's record."""
 
 from __future__ import annotations
 
-import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -15,9 +15,14 @@ from pglimits_core.profiles import load_profile
 from pglimits_core.workloads.search import points
 from pglimits_core.workloads.search.plan import warmup_rule
 from pglimits_core.workloads.search.profile import SearchProfile
-from pglimits_core.workloads.search.warmup import Slice, WarmupRule, warm_until_steady
+from pglimits_core.workloads.search.warmup import (
+    Slice,
+    WarmupRule,
+    driver_slices,
+    warm_until_steady,
+)
 
-FULL = WarmupRule(cap_s=60, min_s=20, slice_s=5, tolerance=0.10, clients=8)
+FULL = WarmupRule(cap_s=60, min_s=20, slice_s=5, tolerance=0.10, clients=16)
 
 
 def fake_slices(qps: list[float], seconds: float = 5.0):
@@ -61,46 +66,38 @@ def test_agreement_is_relative_to_the_earlier_slice_and_a_silent_slice_never_agr
     assert WarmupRule(cap_s=7, slice_s=5, min_s=1).max_slices == 2  # a cap off the grid rounds up
 
 
-class FakeEngine:
-    """A connection that answers at once; ``opened`` and ``closed`` count across all of them."""
+class CountingOp:
+    """A query that takes ~1 ms, or (``fail``) raises as a server that went away."""
 
-    opened = closed = 0
-    lock = threading.Lock()
+    name = "search"
 
-    def __init__(self, fail_after: int | None = None):
-        self.fail_after, self.calls = fail_after, 0
-        with FakeEngine.lock:
-            FakeEngine.opened += 1
+    def __init__(self, fail: bool = False):
+        self.fail = fail
 
-    def prepare_stream(self, pairs):
-        self.pairs = pairs
+    def open(self):
+        self.calls = 0
 
-    def stream_hits(self, i: int) -> int:
+    def __call__(self):
         self.calls += 1
-        if self.fail_after is not None and self.calls > self.fail_after:
+        if self.fail:
             raise ConnectionError("server went away")
-        threading.Event().wait(0.0005)  # a query's round trip: the thread waits, as on a socket
-        return 10
+        time.sleep(0.001)
 
     def close(self):
-        with FakeEngine.lock:
-            FakeEngine.closed += 1
+        pass
 
 
-def test_the_warm_load_runs_every_client_on_its_own_connection_and_closes_them():
-    FakeEngine.opened = FakeEngine.closed = 0
-    rule = WarmupRule(cap_s=0.4, min_s=0.1, slice_s=0.05, tolerance=0.99, clients=3)
-    record = warm_until_steady(rule, FakeEngine, [("a", "b"), ("c", "d")])
-    assert record["queries"] > 0 and record["clients"] == 3 and len(record["slices_qps"]) >= 2
-    assert FakeEngine.opened == FakeEngine.closed == 3
+def test_a_driver_slice_runs_the_clients_as_processes_and_counts_their_queries():
+    take = driver_slices(CountingOp(), clients=2, seed=1)
+    first, second = take(0.3), take(0.3)
+    assert first.seconds == 0.3 and 100 < first.queries < 2 * 0.3 * 1000 + 1  # two clients at <= 1 per ms
+    assert second.queries > 0
 
 
-def test_a_failing_warm_up_query_stops_the_warm_up_with_its_error_and_closes_every_connection():
-    FakeEngine.opened = FakeEngine.closed = 0
-    rule = WarmupRule(cap_s=5, min_s=1, slice_s=1, clients=2)
-    with pytest.raises(RuntimeError, match="warm-up query failed: server went away"):
-        warm_until_steady(rule, lambda: FakeEngine(fail_after=3), [("a", "b")])
-    assert FakeEngine.opened == FakeEngine.closed == 2
+def test_a_failing_warm_up_query_stops_the_warm_up_with_its_error():
+    rule = WarmupRule(cap_s=5, min_s=1, slice_s=0.5, clients=2)
+    with pytest.raises(RuntimeError, match="warm-up query failed"):
+        warm_until_steady(rule, driver_slices(CountingOp(fail=True), clients=2, seed=1))
 
 
 def search_section(profile: str) -> SearchProfile:
@@ -115,7 +112,7 @@ def test_the_profiles_give_the_rule_and_clients_default_to_the_largest_sweep():
     rule = warmup_rule(section)
     assert rule.cap_s <= 5 and rule.clients == max(c for s in section.throughput for c in s.clients)
     quick = warmup_rule(search_section("quick"))
-    assert (quick.cap_s, quick.min_s) == (20, 5)
+    assert (quick.cap_s, quick.min_s) == (10, 5)
 
 
 @pytest.mark.parametrize(("knobs", "problem"), [
@@ -139,15 +136,16 @@ def test_bad_warm_up_knobs_are_one_line_errors(tmp_path, monkeypatch, knobs, pro
 def test_the_warm_up_runs_once_per_server_and_every_point_records_it(monkeypatch):
     ran: list[str] = []
 
-    def fake_warm(rule, open_engine, pairs):
+    def fake_warm(rule, take_slice):
         ran.append("warm")
         return {"seconds": 20.0, "queries": 100, "slices_qps": [1.0] * 4, "steady": True, "stopped": "steady"}
     monkeypatch.setattr(points, "warm_until_steady", fake_warm)
-    monkeypatch.setattr(points, "prepared", lambda setup: SimpleNamespace(queries=SimpleNamespace(queries=[])))
+    monkeypatch.setattr(points, "stream_params", lambda setup, v, stream: ([], {}))
+    monkeypatch.setattr(points, "_operation", lambda ctx, v, queries: None)
     monkeypatch.setattr(points, "_WARM", {})
     ctx = SimpleNamespace(endpoints={"postgres": SimpleNamespace(url="postgresql://x"),
                                      "elasticsearch": SimpleNamespace(url="http://y")})
-    setup = SimpleNamespace(warmup=WarmupRule(), dataset="d")
+    setup = SimpleNamespace(warmup=WarmupRule(), dataset="d", seed=1)
     pg = [SimpleNamespace(server="postgres", label=label) for label in ("pg_gin ranked", "pg_gin unranked")]
     es = SimpleNamespace(server="elasticsearch", label="elasticsearch")
     records = [points.warm_up(ctx, setup, v) for v in (*pg, es, pg[0], es)]

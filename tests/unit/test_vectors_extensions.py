@@ -169,3 +169,15 @@ def test_every_postgres_index_gets_its_gap_to_qdrant_at_matched_recall():
     assert pd.isna(matched.loc[(0.95, "pgvector 0.8 hnsw"), "qdrant_over_this"])  # not reached: no gap
     assert pd.isna(matched.loc[(0.95, "qdrant hnsw"), "qdrant_over_this"])
     assert pd.isna(matched.loc[(0.99, "pgvector hnsw"), "qdrant_over_this"])  # nobody reached 0.99
+
+
+def test_only_the_exact_scan_scores_its_recall_on_the_first_queries():
+    from pglimits_core.workloads.vectors.plan import plan
+    from pglimits_core.workloads.vectors.profile import VectorsProfile
+
+    profile = SimpleNamespace(name="t", datasets=SimpleNamespace(vectors=VectorSpec(count=100, dim=8)))
+    section = VectorsProfile(variants=["pgvector hnsw", "pgvector exact"], ef=[16, 40], clients=[1, 8],
+                             repetitions=2, duration_s=1, exact_recall_queries=100)
+    sweep = [p for p in plan(section, profile) if p.experiment == "sweep"]
+    scored = {(p.label, p.params["ef"]): p.params["recall_queries"] for p in sweep if p.params["with_recall"]}
+    assert scored == {("pgvector hnsw", 16): None, ("pgvector hnsw", 40): None, ("pgvector exact", None): 100}

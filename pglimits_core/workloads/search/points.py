@@ -23,7 +23,7 @@ from pglimits_core.workloads.search.prepared import Setup, prepared
 from pglimits_core.workloads.search.queries import SearchQuery
 from pglimits_core.workloads.search.records import STUDY
 from pglimits_core.workloads.search.variant import SearchVariant
-from pglimits_core.workloads.search.warmup import warm_until_steady
+from pglimits_core.workloads.search.warmup import driver_slices, warm_until_steady
 
 
 def stream_params(setup: Setup, v: SearchVariant, stream: str) -> tuple[list[SearchQuery], dict[str, Any]]:
@@ -76,6 +76,9 @@ def _measured(ctx: Context, setup: Setup, v: SearchVariant, experiment: str, spe
                         after=lambda _result: {"warmup_before": warmed})
 
 
+#: the warm-up runs the mixed stream: every class of query, so every part of the index is read
+WARMUP_STREAM = "mixed"
+
 #: each server's warm-up record, by (server url, dataset): once per server, not per variant
 _WARM: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -95,9 +98,10 @@ def warm_up(ctx: Context, setup: Setup, v: SearchVariant) -> dict[str, Any]:
     key = (url, setup.dataset)
     if key in _WARM:
         return {**_WARM[key], "ran_before_this_point": False}
-    pairs = [(q.term_a, q.term_b) for q in prepared(setup).queries.queries]
-    _WARM[key] = {"server": v.server, "variant": v.label,
-                  **warm_until_steady(rule, lambda: v.engine().open(url), pairs)}
+    queries, _ = stream_params(setup, v, WARMUP_STREAM)
+    slices = driver_slices(_operation(ctx, v, queries), rule.clients, setup.seed)
+    _WARM[key] = {"server": v.server, "variant": v.label, "stream": WARMUP_STREAM,
+                  **warm_until_steady(rule, slices)}
     said = _WARM[key]
     print(f"search: warm-up of {v.server} ({rule.clients} clients, {said['seconds']:g} s, {said['queries']} queries): "
           f"{said['stopped']}; qps per {rule.slice_s:g} s slice: {said['slices_qps']}", file=sys.stderr)

@@ -7,21 +7,18 @@ is the measured load itself — ``clients`` concurrent connections running the s
 and it ends on evidence: it is cut into slices of ``slice_s`` and stops when two consecutive
 slices' throughput agree within ``tolerance`` (after at least ``min_s``), or at the cap
 ``cap_s``, where its record says it was not steady. The stopping rule (``WarmupRule``) is
-separate from the load (``WarmLoad``), so it is tested with fake slices and no clock.
+separate from the load (``driver_slices``), so it is tested with fake slices and no clock.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pglimits_core.workloads.search.queries import worker_order
-from pglimits_core.workloads.search.systems.base import SearchSystem
+from pglimits_core.load import ClosedLoop, Operation, Phase, Role, RunSpec
+from pglimits_core.load.driver import run_load
 
 
 @dataclass(frozen=True)
@@ -88,63 +85,28 @@ class WarmupRule:
                 "rule": {"cap_s": self.cap_s, "min_s": self.min_s, "tolerance": self.tolerance}}
 
 
-class WarmLoad:
-    """``clients`` threads, each with its own connection, running ``pairs`` from its own offset
-    (as the load driver's workers do) until stopped. Threads, not processes: the work is in the
-    server — a thread sends a pre-encoded request (or executes a prepared statement) and waits on
-    its socket, which releases the GIL — and the warm-up is untimed, so the client's own cost only
-    needs to leave the server busy, which the slices' throughput shows."""
+def driver_slices(op: Operation, clients: int, seed: int) -> Callable[[float], Slice]:
+    """Slices run by the load driver itself, as the throughput points run: ``clients`` worker
+    processes, closed loop, ``op``. A thread pool in one process (the first version) topped out
+    below the measured load (its clients shared one interpreter) and timed slices of whatever
+    part of the stream they reached (a slice of frequent-term queries at 11 qps beside one of
+    rare ones at 321). Each driver slice starts every worker at its own offset of the stream, as
+    every timed point does, so consecutive slices answer the same queries from the start, and
+    only the server's warming changes between them."""
 
-    def __init__(self, engines: list[SearchSystem], pairs: list[tuple[str, str]]):
-        self.engines, self.pairs = engines, pairs
-        self.done = [0] * len(engines)  # each thread counts its own: no lock on the hot path
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
+    def take_slice(seconds: float) -> Slice:
+        spec = RunSpec(phases=[Phase("slice", seconds)],
+                       roles=[Role("client", op, workers=clients, loop=ClosedLoop(idle_sleep_s=0))],
+                       seed=seed, start_method="fork")
+        result = run_load(spec)
+        if result.status != "complete":
+            raise RuntimeError(f"warm-up query failed: {result.error}")
+        done = sum(counts["ops"] for (_role, _op, phase), counts in result.counts.items() if phase == "slice")
+        return Slice(seconds, done)
 
-    def _client(self, i: int) -> None:
-        engine, n = self.engines[i], len(self.pairs)
-        try:
-            engine.prepare_stream(worker_order(self.pairs, i, len(self.engines)))
-            while not self.stop.is_set():
-                engine.stream_hits(self.done[i] % n)
-                self.done[i] += 1
-        except Exception as exc:  # handed to the main thread, which raises it
-            self.error = self.error or exc
-            self.stop.set()
-
-    def take_slice(self, seconds: float) -> Slice:
-        """Wait ``seconds`` while the clients run; the queries they answered meanwhile."""
-        before, started = sum(self.done), time.perf_counter()
-        self.stop.wait(seconds)  # wakes early when a client failed
-        if self.error is not None:
-            raise RuntimeError(f"warm-up query failed: {self.error}") from self.error
-        return Slice(time.perf_counter() - started, sum(self.done) - before)
+    return take_slice
 
 
-@contextmanager
-def warm_load(open_engine: Callable[[], SearchSystem], pairs: list[tuple[str, str]], clients: int) -> Iterator[WarmLoad]:
-    """The clients connected (here, so a refused connection raises in the caller), running;
-    stopped, joined and closed on the way out, whatever happened."""
-    engines: list[SearchSystem] = []
-    try:
-        engines += [open_engine() for _ in range(clients)]
-        load = WarmLoad(engines, pairs)
-        threads = [threading.Thread(target=load._client, args=(i,), daemon=True) for i in range(clients)]
-        for thread in threads:
-            thread.start()
-        try:
-            yield load
-        finally:
-            load.stop.set()
-            for thread in threads:
-                thread.join()
-    finally:
-        for engine in engines:
-            engine.close()
-
-
-def warm_until_steady(rule: WarmupRule, open_engine: Callable[[], SearchSystem],
-                      pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    """Run the warm load under ``rule``; its record (seconds, queries, qps per slice, steady)."""
-    with warm_load(open_engine, pairs, rule.clients) as load:
-        return rule.run(load.take_slice)
+def warm_until_steady(rule: WarmupRule, take_slice: Callable[[float], Slice]) -> dict[str, Any]:
+    """Take slices under ``rule``; its record (seconds, queries, qps per slice, steady)."""
+    return {**rule.run(take_slice), "driver": "the load driver's worker processes, closed loop"}

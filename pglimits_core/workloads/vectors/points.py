@@ -245,14 +245,21 @@ def recall_outcome(data, found: list[list[int]], epsilon: float,
 
 
 def sweep_point(run: StudyRun, v: VectorsVariant, setup: Setup, ef: int | None, clients: int, repetition: int,
-                with_recall: bool, duration_s: float, warmup_s: float) -> RecordedRun:
+                with_recall: bool, duration_s: float, warmup_s: float,
+                recall_queries: int | None = None) -> RecordedRun:
     """``clients`` closed-loop workers query at ``ef`` for ``duration_s``; with ``with_recall``
-    every query is first answered once, untimed, and scored against the exact truth."""
+    every query (or the first ``recall_queries``) is first answered once, untimed, and scored
+    against the exact truth."""
 
     def score(data, system: VectorSystem) -> dict[str, Any]:
-        return recall_outcome(data, answers(system, data.queries), setup.epsilon) if with_recall else {}
+        if not with_recall:
+            return {}
+        scored = _first_queries(data, recall_queries)
+        return recall_outcome(scored, answers(system, scored.queries), setup.epsilon)
 
     params = {"ef": ef, "clients": clients, "repetition": repetition, "with_recall": with_recall}
+    if recall_queries is not None:
+        params["recall_queries"] = recall_queries
     return _query_point(run, v, setup, "sweep", params, None, score, duration_s, warmup_s)
 
 
@@ -266,13 +273,19 @@ def filtered_point(run: StudyRun, v: VectorsVariant, setup: Setup, selectivity_p
 
     def score(data, system: VectorSystem) -> dict[str, Any]:
         mask = filter_mask(len(data.base), selectivity_pct)
-        scored = data if recall_queries is None else SimpleNamespace(base=data.base,
-                                                                     queries=data.queries[:recall_queries])
+        scored = _first_queries(data, recall_queries)
         return score_filtered(scored, answers(system, scored.queries), mask, setup.epsilon)
 
     params = {"selectivity_pct": selectivity_pct, "ef": ef, "clients": clients, "repetition": repetition,
               "with_recall": True, "recall_queries": recall_queries}
     return _query_point(run, v, setup, "filtered", params, selectivity_pct, score, duration_s, warmup_s)
+
+
+def _first_queries(data, n: int | None):
+    """The dataset with only its first ``n`` queries and their exact answers (None: all of it)."""
+    if n is None:
+        return data
+    return SimpleNamespace(base=data.base, queries=data.queries[:n], truth_scores=data.truth_scores[:n])
 
 
 def score_filtered(data, found: list[list[int]], mask: np.ndarray, epsilon: float) -> dict[str, Any]:

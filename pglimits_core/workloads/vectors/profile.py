@@ -61,6 +61,8 @@ class VectorsProfile(Strict):
     build_repetitions: int = Field(1, ge=1)
     duration_s: float = Field(gt=0)
     warmup_s: float = Field(1.0, ge=0)
+    exact_recall_queries: int | None = Field(None, ge=1, description="the exact scan's recall scored on the "
+                                                   "dataset's first N queries (None: every query)")
     recall_epsilon: float = Field(1e-5, gt=0, description="ties: a hit scores within this of the true 10th "
                                                             "inner product")
     difficulty: Difficulty = Field(default_factory=Difficulty)
