@@ -67,6 +67,9 @@ class Profile(Strict):
     #: the files each figure is written as: PNG (the report, the README) and SVG (for a write-up);
     #: rendering each costs a full draw, seconds per workload on a 2-vCPU box
     figure_formats: list[Literal["png", "svg"]] = Field(default_factory=lambda: ["png", "svg"], min_length=1)
+    #: each server's harness ceiling (a no-op round trip on one connection, as a study begins and
+    #: ends; ``studies.calibration``) runs this long after a warm-up as long, capped at 1 s
+    harness_ceiling_s: float = Field(1.5, gt=0, le=10)
 
     def section(self, workload: str) -> Any:
         """The profile's section for ``workload`` (its own pydantic model), None if it has none."""

@@ -88,14 +88,41 @@ def write_tables(prefix: str, tables: dict[str, pd.DataFrame], directory: Path) 
         (directory / f"{prefix}-{key}.md").write_text(shown.to_markdown(index=False) if not table.empty else "(no data)\n")
 
 
+def drawn_charts(workload: Any, tables: dict[str, pd.DataFrame]) -> list[str]:
+    """The names of the charts ``draw_charts`` draws from ``tables`` (those whose table has data)."""
+    return [chart.name for chart in workload.charts if has_data(tables.get(chart.table), chart.needs)]
+
+
+def written_figures(workload: Any, tables: dict[str, pd.DataFrame], records: list[dict[str, Any]],
+                    directory: Path) -> dict[str, list[Path]] | None:
+    """The PNG of every chart these tables draw, as the workload's notebook already wrote them
+    from these very records (each file newer than every record), or None when any is missing or
+    older: then the figures are drawn again."""
+    newest = max((Path(r["path"]) / "manifest.json").stat().st_mtime for r in records)
+    paths = {name: Path(directory) / f"{name}.png" for name in drawn_charts(workload, tables)}
+    if all(path.exists() and path.stat().st_mtime > newest for path in paths.values()):
+        return {name: [path] for name, path in paths.items()}
+    return None
+
+
 def build_outputs(workload: Any, runs_root: Path, figures_dir: Path | None = None,
-                  tables_dir: Path | None = None, figure_formats: Sequence[str] | None = None) -> Outputs:
+                  tables_dir: Path | None = None, figure_formats: Sequence[str] | None = None,
+                  reuse_figures: bool = False) -> Outputs:
     """``workload``'s frame, tables and figures from the records under ``runs_root``; tables and
     figures are written only where a directory is given (showing committed results writes
-    nothing), and only when there are records; figures as ``figure_formats`` (None: PNG and SVG)."""
+    nothing), and only when there are records; figures as ``figure_formats`` (None: PNG and SVG).
+    ``reuse_figures``: where the notebook already wrote every PNG from these records
+    (``written_figures``), they are used as written and nothing is drawn (the report: a second
+    draw of every figure was a third of its time)."""
     records = load_records(workload.name, runs_root)
     frame = workload.frame(records)
     tables = workload.tables(frame)
+    reused = written_figures(workload, tables, records, figures_dir) if reuse_figures and records and figures_dir else None
+    if reused is not None:
+        outputs = Outputs(workload, records, frame, tables, figure_paths=reused)
+        if tables_dir is not None:
+            write_tables(workload.name, tables, tables_dir)
+        return outputs
     stamp = stamp_text(records) if records else None
     outputs = Outputs(workload, records, frame, tables, draw_charts(workload, tables, stamp))
     if not records:  # nothing measured: no empty tables over files another run wrote

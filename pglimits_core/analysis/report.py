@@ -209,7 +209,7 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
     records = load_records(None, paths.runs)
     results, reference, comparisons, notes, cells = [], [], [], [], []
     for workload in workloads():
-        outputs = build_outputs(workload, paths.runs, paths.figures, paths.tables)
+        outputs = build_outputs(workload, paths.runs, paths.figures, paths.tables, reuse_figures=True)
         if outputs.records:
             cells += workload_cells(workload, outputs.tables, machine_of(paths.runs), paths.tables)
         if not outputs.records or workload.report_sections is None:

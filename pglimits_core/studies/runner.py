@@ -46,6 +46,7 @@ class Context:
     host: dict[str, Any]
     ceilings: dict[str, dict[str, Any]] = field(default_factory=dict)
     runs_root: Path | None = None
+    ceiling_s: float = 1.5  # how long each harness ceiling runs (the profile's harness_ceiling_s)
     done: Any = None  # a resume.DoneRuns when resuming: complete records reused, not re-measured
     servers: dict[str, Any] = field(default_factory=dict)  # the started Server objects, by name
 
@@ -252,16 +253,18 @@ def _write_samplers(path: Path, frame: Any) -> None:
     atomic_write_bytes(path / "samplers.parquet", buffer.getvalue())
 
 
-def build_context(fleet: Any, ceilings: bool = True, runs_root: Path | None = None) -> Context:
-    """Describe every running server, the host (with fsync latency) and each harness ceiling;
-    both measured facts say when (``measured_at``, UTC), as ``closing_host_facts``'s do."""
+def build_context(fleet: Any, ceilings: bool = True, runs_root: Path | None = None,
+                  ceiling_s: float = 1.5) -> Context:
+    """Describe every running server, the host (with fsync latency) and each harness ceiling
+    (``ceiling_s`` long); both measured facts say when (``measured_at``, UTC), as
+    ``closing_host_facts``'s do."""
     from pglimits_core.samplers import describe_host
 
     host = describe_host(data_dir_path := (runs_root or _default_runs()))
     host["fsync_8k"] = timed_fsync(data_dir_path)
-    ceilings_by_server = measure_ceilings(fleet.endpoints) if ceilings else {}
+    ceilings_by_server = measure_ceilings(fleet.endpoints, duration_s=ceiling_s) if ceilings else {}
     return Context(dict(fleet.endpoints), fleet.describe(), host, ceilings_by_server, runs_root,
-                   servers=dict(getattr(fleet, "servers", {})))
+                   ceiling_s=ceiling_s, servers=dict(getattr(fleet, "servers", {})))
 
 
 def timed_fsync(path: Path) -> dict[str, Any]:
@@ -272,7 +275,8 @@ def timed_fsync(path: Path) -> dict[str, Any]:
     return {**measure_fsync_latency(path, n=200), "measured_at": began}
 
 
-def measure_ceilings(endpoints: dict[str, Endpoint], tolerant: bool = False) -> dict[str, dict[str, Any]]:
+def measure_ceilings(endpoints: dict[str, Endpoint], tolerant: bool = False,
+                     duration_s: float = 1.5) -> dict[str, dict[str, Any]]:
     """Each server's harness ceiling (``calibration.harness_ceiling``), stamped with when it ran.
     ``tolerant``: a server that cannot be measured (it died) gets ``{"error": ...}`` instead of
     raising — a study's closing measurement must not lose the study."""
@@ -282,7 +286,8 @@ def measure_ceilings(endpoints: dict[str, Endpoint], tolerant: bool = False) -> 
     for name, endpoint in endpoints.items():
         began = utc_now_iso()
         try:
-            ceilings[name] = {**harness_ceiling(name, endpoint.url, workers=1, duration_s=1.5), "measured_at": began}
+            ceilings[name] = {**harness_ceiling(name, endpoint.url, workers=1, duration_s=duration_s),
+                              "measured_at": began}
         except Exception as exc:
             if not tolerant:
                 raise
@@ -297,7 +302,7 @@ def closing_host_facts(ctx: Context) -> dict[str, Any]:
     start = {"fsync_8k": ctx.host.get("fsync_8k"), "harness_ceiling": ctx.ceilings}
     measured = {name: ctx.endpoints[name] for name in ctx.ceilings if name in ctx.endpoints}
     end = {"fsync_8k": timed_fsync(ctx.runs_root or _default_runs()),
-           "harness_ceiling": measure_ceilings(measured, tolerant=True)}
+           "harness_ceiling": measure_ceilings(measured, tolerant=True, duration_s=ctx.ceiling_s)}
     return {"start": start, "end": end}
 
 

@@ -203,7 +203,7 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
     with study_servers(planned_servers(points), external=profile.external, options=options) as fleet:
         servers_start_s = time.monotonic() - starting
         require_servers(workload, fleet)
-        ctx = build_context(fleet, runs_root=root)
+        ctx = build_context(fleet, runs_root=root, ceiling_s=profile.harness_ceiling_s)
         ctx.done = DoneRuns(root, workload.name) if resume else None
         outcome = run_points(points, StudyRun(ctx, fleet, profile.seed), f"{workload.name} study", progress,
                              after_restart=workload.after_restart)

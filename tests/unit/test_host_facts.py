@@ -9,9 +9,12 @@ import json
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 from pglimits_core.analysis import readme_results
 from pglimits_core.analysis.readme_results import closing_facts, fsync_words, hardware_line
+from pglimits_core.config import profiles_dir
+from pglimits_core.profiles import Profile
 from pglimits_core.studies import calibration, runner
 from pglimits_core.studies.study import Outcome, outcome_path
 
@@ -110,3 +113,21 @@ def test_closing_facts_come_from_the_outcome_file_and_are_none_without_it(tmp_pa
     end = {"fsync_8k": {"median_us": 900.0, "measured_at": END}}
     outcome_path(tmp_path, "queue").write_text(json.dumps({"host_facts": {"start": {}, "end": end}}))
     assert readme_results.closing_facts(tmp_path, "queue") == end
+
+
+def test_the_ceilings_run_as_long_as_the_profile_says_at_the_start_and_at_the_end(monkeypatch, tmp_path):
+    asked: list[float] = []
+
+    def ceiling(name, url, workers, duration_s):
+        asked.append(duration_s)
+        return {"op": "noop", "ops_per_s": 5000.0}
+
+    monkeypatch.setattr(calibration, "harness_ceiling", ceiling)
+    monkeypatch.setattr(runner, "timed_fsync", lambda path: {"median_us": 150.0})
+    started = runner.measure_ceilings({"postgres": endpoint()}, duration_s=0.5)
+    ctx = runner.Context({"postgres": endpoint()}, {}, {}, ceilings=started, runs_root=tmp_path, ceiling_s=0.5)
+    runner.closing_host_facts(ctx)
+    assert asked == [0.5, 0.5]
+    quick, full = (yaml.safe_load((profiles_dir() / f"{name}.yaml").read_text()) for name in ("quick", "full"))
+    assert quick["harness_ceiling_s"] == 0.5 and "harness_ceiling_s" not in full  # full: the default 1.5 s
+    assert Profile(name="x").harness_ceiling_s == 1.5

@@ -9,6 +9,7 @@ from typing import Any
 from pglimits_core.registry import Chart, Workload
 from pglimits_core.workloads.interference import report
 from pglimits_core.workloads.interference.charts import timeline_chart
+from pglimits_core.workloads.interference.decision import decisions
 from pglimits_core.workloads.interference.plan import data_of, plan, server_options
 from pglimits_core.workloads.interference.profile import InterferenceProfile
 from pglimits_core.workloads.interference.tables import all_tables, interference_frame
@@ -33,6 +34,7 @@ WORKLOAD = Workload(
     tables=all_tables,
     charts=(Chart("timeline", "interference-timeline", timeline_chart, "fts_p99_ms"),),
     report_sections=report.sections,
+    decisions=decisions,
     readme_lines=report.readme_lines,
     prepare=prepare,
     server_options=server_options,
