@@ -30,6 +30,8 @@ KNOBS = {"clients": 2, "duration_s": 2, "warmup_s": 1, "prefill_count": 60_000, 
 #: a backlog that outlasts warm-up + window on a fast box: 10 per claim took 77,000 jobs in those
 #: 3 s on a CI machine (a run that drains the queue fails, as it must)
 BACKLOG_PER_BATCH = {1: 60_000, 10: 300_000}
+#: LPUSH, LMOVE and LREM each run this many: ~1 s apiece at 100,000 commands/s
+REDIS_REQUESTS_PER_COMMAND = 100_000
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +129,10 @@ def test_harness_bench_pairs_the_harness_with_the_tool(study_run):
 
 @pytest.mark.parametrize("pipeline", [1, 16])
 def test_redis_benchmark_runs_the_reliable_queue_commands(study_run, pipeline):
-    # pipelined, 20k requests take a fraction of a second: too short for per-second CPU samples
-    knobs = {**KNOBS, "requests": KNOBS["requests"] * (10 if pipeline > 1 else 1)}
+    # the tool's processes must live across several of the sampler's one-second readings to be
+    # seen as the client: 20,000 unpipelined requests per command took under a second in all on a
+    # fast CI box (one reading, at t=0, before the tool started); pipelined, ~10x the rate
+    knobs = {**KNOBS, "requests": REDIS_REQUESTS_PER_COMMAND * (10 if pipeline > 1 else 1)}
     run = ceiling_point(study_run, variant("redis_reliable", pipeline=pipeline), **knobs)
     manifest, outcome = check_record(run, "redis-benchmark")
     assert [e.op for e in run.summary.entries] == ["LPUSH", "LMOVE", "LREM"]
