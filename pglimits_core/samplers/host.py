@@ -203,9 +203,9 @@ class HostSampler(Sampler):
         self._previous_time: float | None = None
         self._previous_wall: float | None = None
         self._previous_system: SystemSnapshot | None = None
-        #: CPU seconds of exited server processes counted too early (their parent read before
-        #: they were reaped), paid back by the next rows instead of clamped away
-        self._server_debt_s = 0.0
+        #: parent pid -> CPU seconds already counted of its children that vanished but whose
+        #: reaping its counter has not shown yet (the parent was read before they exited)
+        self._unreaped_s: dict[int, float] = {}
 
     def sample(self, now: float) -> dict[str, Any]:
         """Client/server/harness/system CPU %, server RSS bytes, disk write/read bytes per second;
@@ -251,26 +251,33 @@ class HostSampler(Sampler):
         live = self._cpu_pct(servers, elapsed)
         if live is None or elapsed is None:
             return live
-        # a backend that exits between its parent's reading and its own is subtracted here and
-        # its whole lifetime added with the parent's next reading: carry a negative sum forward
-        # so the two rows add up, instead of clamping it to 0 and counting that CPU twice
-        seconds = live * elapsed / 100.0 + self._exited_cpu_seconds(servers) + self._server_debt_s
-        self._server_debt_s = min(0.0, seconds)
-        return 100.0 * max(0.0, seconds) / elapsed
+        return live + 100.0 * self._exited_cpu_seconds(servers) / elapsed
 
     def _exited_cpu_seconds(self, servers: list[ProcessSnapshot]) -> float:
-        """Growth of the reaped-children counters of server processes, less the CPU already
-        counted of the server processes that vanished with a tracked server process as parent."""
-        reaped = 0.0
-        for snap in servers:
-            previous = self._previous_servers.get(snap.key)
-            if previous is not None:
-                reaped += counter_delta(previous.reaped_children_cpu_seconds, snap.reaped_children_cpu_seconds) or 0.0
+        """Growth of the reaped-children counters of server processes, less the CPU earlier rows
+        already counted of the children they reaped. A vanished child's counted CPU is taken off
+        only when its parent's counter has grown by it: a backend that exits between its parent's
+        reading and its own is gone from this row while its reaping shows in the next one, and
+        taking it off here would move that CPU from this row to the next (on 2 saturated cores
+        the next row then read 316 % — a whole backend's lifetime late)."""
         present = {snap.key for snap in servers}
         reapers = {snap.key[0] for snap in servers if snap.reaped_children_cpu_seconds is not None}
-        counted = sum(previous.cpu_seconds for key, previous in self._previous_servers.items()
-                      if key not in present and previous.parent_pid in reapers)
-        return reaped - counted
+        for key, previous in self._previous_servers.items():
+            if key not in present and previous.parent_pid in reapers:
+                parent = previous.parent_pid
+                self._unreaped_s[parent] = self._unreaped_s.get(parent, 0.0) + previous.cpu_seconds
+        exited = 0.0
+        for snap in servers:
+            previous = self._previous_servers.get(snap.key)
+            if previous is None:
+                continue
+            grown = counter_delta(previous.reaped_children_cpu_seconds, snap.reaped_children_cpu_seconds) or 0.0
+            counted_before = min(grown, self._unreaped_s.get(snap.key[0], 0.0))
+            if counted_before:
+                self._unreaped_s[snap.key[0]] -= counted_before
+            exited += grown - counted_before
+        self._unreaped_s = {pid: seconds for pid, seconds in self._unreaped_s.items() if pid in reapers}
+        return exited
 
     def _summed_delta(self, snapshots: list[ProcessSnapshot], field: str) -> float:
         """Sum over processes seen last time too of their counter's growth since then; a

@@ -212,6 +212,22 @@ def test_a_backend_gone_before_its_own_reading_is_paid_back_not_counted_twice():
     assert sampler.sample(2.0)["server_cpu_pct"] == pytest.approx(30.0)  # not 230 %
 
 
+def test_a_backend_gone_before_its_own_reading_moves_no_cpu_between_rows_beside_a_busy_one():
+    # as above, with a second backend (22) busy all along: the row where 21 vanishes still shows
+    # 22's second (100 %), and the next row 22's second plus 21's unseen 0.3 s — not 21's whole
+    # counted 2.0 s moved from the first row into the second
+    reader = ReapingReader()
+    reader.processes = {20: (1.0, 1, 0.0, 1.0), 21: (2.0, 20, None, 1.0), 22: (5.0, 20, None, 1.0)}
+    reader.children = {20: [21, 22]}
+    sampler = HostSampler(lambda: [], lambda: [20], reader=reader)
+    sampler.sample(0.0)
+    reader.processes = {20: (1.0, 1, 0.0, 1.0), 22: (6.0, 20, None, 1.0)}  # 21 gone, not reaped yet
+    reader.children = {20: [22]}
+    assert sampler.sample(1.0)["server_cpu_pct"] == pytest.approx(100.0)
+    reader.processes = {20: (1.0, 1, 2.3, 1.0), 22: (7.0, 20, None, 1.0)}  # 21 reaped: 2.3 s in all
+    assert sampler.sample(2.0)["server_cpu_pct"] == pytest.approx(130.0)
+
+
 def test_a_process_whose_start_time_reads_early_still_counts_from_its_start():
     import time
 
