@@ -65,3 +65,30 @@ def test_a_cell_names_both_p99s_and_the_churn_and_only_tenants_get_cells():
 
 def test_no_sides_table_gives_no_cells():
     assert decisions({}) == [] and decisions({"sides": pd.DataFrame([{"side": "postgres", "status": "x"}])}) == []
+
+
+def test_a_window_whose_server_cpu_is_out_of_line_decides_nothing_and_names_it():
+    # the first dedicated baseline of the committed run: 58 % server CPU against its siblings'
+    # 36-38 % for the same offered load (a cold engine), which made one paired ratio look small
+    unlike = "baseline window of repetition 0 ran at 58 % server CPU against 36–38 % for the same offered load"
+    said = verdict_of(sides_row("fts", (0.95, 1.2), (1.09, 1.48), dedicated_unlike_windows=unlike))
+    assert said == f"not decided here: windows not comparable: dedicated's {unlike}"
+
+
+def test_a_bystander_much_faster_beside_the_churn_than_alone_decides_nothing():
+    said = verdict_of(sides_row("vector", (0.77, 1.56), (1.37, 1.43)))
+    assert said == ("not decided here: windows not comparable: a repetition ran faster beside the churn than "
+                    "alone (Postgres ×0.77)")
+
+
+@pytest.mark.parametrize(("cpu", "expected"), [
+    ((58.0, 38.0, 36.0), "baseline window of repetition 0 ran at 58 % server CPU against 36–38 % for the same offered load"),
+    ((113.0, 102.0, 71.0), "baseline window of repetition 2 ran at 71 % server CPU against 102–113 % for the same offered load"),
+    ((106.0, 97.0, 106.0), ""),   # within ×1.25 of the median
+    ((58.0, 38.0), ""),           # two windows cannot single one out
+])
+def test_a_repetition_is_out_of_line_when_its_server_cpu_leaves_the_band_around_its_groups_median(cpu, expected):
+    from pglimits_core.workloads.interference.tables import unlike_windows
+
+    group = pd.DataFrame({"server_cpu_pct": cpu, "mechanism": "baseline", "repetition": range(len(cpu))})
+    assert unlike_windows(group) == expected

@@ -1,23 +1,45 @@
 """A vector row whose engine's own C tool ran faster than the harness (beyond the tie band) at the
-same client count was capped by the harness: the cell may not read it as decided at the server."""
+same client count, at an ef the row was read between, was capped by the harness: the matched table
+and the decision matrix may not read it as decided at the server. A tool point at another ef says
+nothing about the row."""
 
 import pandas as pd
 
-from pglimits_core.workloads.vectors.decision import harness_capped_by_ceiling
+from pglimits_core.workloads.vectors.matched import harness_capped_by_ceiling
 
 
 def _matched() -> pd.DataFrame:
-    return pd.DataFrame({"variant": ["pgvector hnsw", "pgvector hnsw", "qdrant hnsw"], "clients": [1, 8, 1],
-                         "client_bound": [False, False, False]})
+    # rows read between ef 16 and 32, 32 and 64, 128 and 320
+    return pd.DataFrame({"variant": ["pgvector hnsw", "pgvector hnsw", "qdrant hnsw", "qdrant hnsw", "qdrant hnsw"],
+                         "clients": [1, 8, 1, 1, 1], "ef_low": [32, 32, 16, 32, 128], "ef": [64, 64, 32, 64, 320],
+                         "client_bound": [False, False, False, False, False]})
 
 
-def test_a_faster_tool_marks_the_row_harness_capped():
-    ceiling = pd.DataFrame({"variant": ["pgvector hnsw", "pgvector hnsw", "qdrant hnsw"], "clients": [1, 8, 1],
-                            "tool_over_harness": [1.73, 1.10, 1.30]})
-    marked = harness_capped_by_ceiling(_matched(), ceiling)
-    assert marked["client_bound"].tolist() == [True, False, True]
+def _ceiling(**over) -> pd.DataFrame:
+    return pd.DataFrame({"variant": ["pgvector hnsw", "pgvector hnsw", "qdrant hnsw", "qdrant hnsw"],
+                         "clients": [1, 8, 1, 1], "ef": [64, 64, 64, 320],
+                         "tool_over_harness": [1.73, 1.10, 1.49, 0.93], **over})
+
+
+def test_a_faster_tool_marks_only_the_rows_read_between_its_ef():
+    marked = harness_capped_by_ceiling(_matched(), _ceiling())
+    # qdrant at 1 client: the tool at ef 64 was x1.49 the harness -> the 32-64 row only; ef 16-32
+    # was never measured by the tool, and at ef 320 the tool was within the band
+    assert marked["client_bound"].tolist() == [True, False, False, True, False]
 
 
 def test_without_a_ceiling_the_samplers_verdict_stands():
-    assert harness_capped_by_ceiling(_matched(), None)["client_bound"].tolist() == [False, False, False]
-    assert harness_capped_by_ceiling(_matched(), pd.DataFrame())["client_bound"].tolist() == [False, False, False]
+    assert harness_capped_by_ceiling(_matched(), None)["client_bound"].tolist() == [False] * 5
+    assert harness_capped_by_ceiling(_matched(), pd.DataFrame())["client_bound"].tolist() == [False] * 5
+
+
+def test_one_runs_server_cpu_is_no_spread_so_the_cell_it_decides_names_no_winner():
+    from pglimits_core.workloads.vectors.matched import side
+
+    row = pd.Series({"variant": "pgvector hnsw", "qps": 650.0, "qps_min": 600.0, "qps_max": 700.0, "client_bound": True,
+                     "server_cpu_us_per_query": 2607.1, "server_cpu_us_min": 2607.1, "server_cpu_us_max": 2607.1,
+                     "server_cpu_runs": 1})
+    assert side(row).cpu_range is None
+    two_runs = row.copy()
+    two_runs["server_cpu_runs"] = 2
+    assert side(two_runs).cpu_range == (2607.1, 2607.1)

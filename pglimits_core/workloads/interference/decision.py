@@ -11,7 +11,11 @@ The cell reads the ``sides`` table's rows (``sides.split_table``), by the same r
 - neither inflates -> Postgres suffices (no measurable difference; Postgres meets the target);
 - both inflate (splitting moves the tail, it does not remove it) -> neither meets the target;
 - a side whose repetitions straddle the band, whose churn or tenant did not keep its rate, or
-  that was not measured -> not decided here, and why.
+  that was not measured -> not decided here, and why;
+- windows not comparable -> not decided here, naming them: a repetition whose server CPU is out of
+  line with its siblings' for the same offered load (``tables.unlike_windows``: a cold engine, a
+  neighbour gone quiet), or a bystander faster beside the churn than alone by more than the band
+  (churn adds work; such a pair did not run on the same box).
 
 There is no server CPU figure in these cells: the question is the bystander's tail under a
 neighbour's load, not what a query costs."""

@@ -33,7 +33,10 @@ import pandas as pd
 #: at the quick profile and 2-3 at the full one do not resolve smaller changes on a shared 2-vCPU box
 BAND = 1.25
 LEVEL_COLUMNS = ("p99_ms", "baseline_p99_ms", "inflation_ms", "ratio", "ratio_min", "ratio_max", "paired_ratios",
-                 "per_second_diff_ms", "seconds_higher", "kept_up", "churn_sustained", "jobs_per_s", "durability")
+                 "per_second_diff_ms", "seconds_higher", "kept_up", "churn_sustained", "jobs_per_s", "durability",
+                 "unlike_windows")
+UNLIKE = "windows not comparable"
+NAMES = {"postgres": "Postgres", "dedicated": "dedicated"}
 #: synchronous_commit values whose commit waits for the local WAL flush
 FLUSHING_COMMITS = ("on", "remote_write", "remote_apply", "local")
 
@@ -125,13 +128,23 @@ def guard(row: dict[str, Any], baselines_kept_up: dict[str, Any]) -> str | None:
     for side in ("postgres", "dedicated"):
         if _false(row[f"{side}_kept_up"]) or _false(baselines_kept_up.get(side)):
             return f"{side}: the tenant did not keep its offered rate: not comparable"
+    unlike = [f"{NAMES[side]}'s {row[f'{side}_unlike_windows']}" for side in ("postgres", "dedicated")
+              if not _missing(row.get(f"{side}_unlike_windows")) and row.get(f"{side}_unlike_windows")]
+    if unlike:
+        return f"{UNLIKE}: {'; '.join(unlike)}"
+    faster = [f"{NAMES[side]} ×{float(row[f'{side}_ratio_min']):g}" for side in ("postgres", "dedicated")
+              if not _missing(row[f"{side}_ratio_min"]) and float(row[f"{side}_ratio_min"]) < 1 / BAND]
+    if faster:
+        # churn adds work to the box: a bystander much faster beside it than alone says the two
+        # windows did not run on the same box, not that churn helps
+        return f"{UNLIKE}: a repetition ran faster beside the churn than alone ({', '.join(faster)})"
     return None
 
 
 def reading(row: dict[str, Any], baselines_kept_up: dict[str, Any]) -> str:
     """What the two sides' paired ratios say (or why they cannot say it)."""
     if (why := guard(row, baselines_kept_up)) is not None:
-        return why
+        return f"{why} ({sides_said(row)})" if why.startswith(UNLIKE) else why
     postgres, dedicated = (inflated(row[f"{side}_ratio_min"], row[f"{side}_ratio_max"])
                            for side in ("postgres", "dedicated"))
     if postgres is None or dedicated is None:
@@ -173,6 +186,10 @@ def split_table(inflation: pd.DataFrame) -> pd.DataFrame:
                **_side(rows, "postgres"), **_side(rows, "dedicated")}
         base = baselines[baselines.tenant == tenant]
         kept = {side: _side(base, side)[f"{side}_kept_up"] for side in ("postgres", "dedicated")}
+        for side in ("postgres", "dedicated"):  # an unlike baseline window spoils every level's pairing
+            row[f"{side}_unlike_windows"] = "; ".join(
+                text for text in (_side(base, side)[f"{side}_unlike_windows"], row[f"{side}_unlike_windows"])
+                if not _missing(text) and text)
         out.append({**row, "reading": reading(row, kept), "caveat": caveat(row, base)})
     table = pd.DataFrame(out)
     order = {"fts": 0, "vector": 1, "churn": 2}

@@ -246,6 +246,30 @@ def paired_columns(group: pd.DataFrame, base_window: pd.Series) -> dict[str, Any
             "during_vs_churn": paired.ratios(group.during_vs_churn)}
 
 
+#: a repetition whose server CPU differs from the median of its group's (the same side, mechanism
+#: and level: the same offered load) by more than this factor either way ran on a box in another
+#: state (a cold engine, a noisy neighbour gone quiet): its p99 is not comparable with its siblings'
+UNLIKE_CPU = 1.25
+
+
+def unlike_windows(group: pd.DataFrame) -> str:
+    """The repetitions of one group whose server CPU is out of line with their siblings', said as
+    "baseline window of repetition 0 ran at 58 % server CPU against 36–38 % ..." (empty: none; fewer than 3 windows
+    cannot single one out)."""
+    cpu = pd.to_numeric(group.server_cpu_pct, errors="coerce")
+    if cpu.notna().sum() < 3:
+        return ""
+    typical = float(cpu.median())
+    said = []
+    for index, value in cpu.dropna().items():
+        if typical > 0 and not 1 / UNLIKE_CPU <= value / typical <= UNLIKE_CPU:
+            siblings = cpu.drop(index).dropna()
+            mechanism = group.mechanism.loc[index]
+            said.append(f"{mechanism} window of repetition {group.repetition.loc[index]} ran at {value:.0f} % server "
+                        f"CPU against {siblings.min():.0f}–{siblings.max():.0f} % for the same offered load")
+    return "; ".join(said)
+
+
 def baseline_windows(rows: pd.DataFrame) -> pd.Series:
     """Each row's same-seed baseline window p99 (NaN without a baseline)."""
     found = {(r.side, r.tenant, r.seed): r.p99_ms for r in rows[rows.mechanism == "baseline"].itertuples()}
@@ -267,6 +291,7 @@ def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "kept_up": kept_up(group), "jobs_per_s": spread(group.jobs_per_s, 1),
                     "churn_sustained": sustained(group),
                     "server_cpu_pct": spread(group.server_cpu_pct, 0),
+                    "unlike_windows": unlike_windows(group),
                     "autovacuum_cycles": spread(counted_cycles(group), 0),
                     "cycles_note": cycles_note(group), "client_bound_unknown": unknown_bound(group),
                     "queueing": queueing(group), "durability": group.durability.iloc[0]})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, usable
-from pglimits_core.analysis.verdict import TIE_BAND
+from pglimits_core.workloads.vectors.matched import harness_capped_by_ceiling
 from pglimits_core.workloads.vectors.matched import side as _side
 from pglimits_core.workloads.vectors.systems.registry import SERVER_FOR
 
@@ -49,24 +49,6 @@ def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
     return cells
 
 
-def harness_capped_by_ceiling(matched: pd.DataFrame, ceiling: pd.DataFrame | None) -> pd.DataFrame:
-    """An engine's own C load tool that went faster than the harness by more than the tie band,
-    at the same client count, shows that the harness — not the server — set that row's QPS (with
-    one client the client's time is in series with the server's): such rows count as
-    client-bound, so their cell is decided by server CPU per query or not at all. Records
-    without a ceiling keep the sampler's verdict."""
-    if not usable(ceiling, "variant", "clients", "tool_over_harness"):
-        return matched
-    capped = ceiling[ceiling["tool_over_harness"] >= TIE_BAND][["variant", "clients"]].drop_duplicates()
-    keys = set(zip(capped["variant"], capped["clients"], strict=True))
-    marked = matched.copy()
-    hit = [(v, c) in keys for v, c in zip(marked["variant"], marked["clients"], strict=True)]
-    if "client_bound" not in marked:
-        marked["client_bound"] = None
-    marked.loc[hit, "client_bound"] = True
-    return marked
-
-
 def _fastest(rows: pd.DataFrame) -> pd.Series | None:
     return None if rows.empty else rows.loc[rows["qps"].idxmax()]
 
@@ -84,8 +66,14 @@ def _text(row: pd.Series | None) -> str:
 
 
 def _runs(row: pd.Series) -> str:
-    """"; median of 3 runs" where the matched row counts the repetitions behind its figures."""
+    """"; median of 3 runs" where the matched row counts the repetitions behind its figures, and
+    how many of them the server CPU comes from where fewer (a run whose CPU split is not trusted
+    gives no CPU figure)."""
     count = row.get("runs")
     if count is None or pd.isna(count) or count < 1:
         return ""
-    return "; 1 run" if count == 1 else f"; median of {int(count)} runs"
+    said = "; 1 run" if count == 1 else f"; median of {int(count)} runs"
+    cpu = row.get("server_cpu_runs")
+    if cpu is not None and not pd.isna(cpu) and int(cpu) < int(count):
+        said += f", server CPU from {int(cpu)} of them"
+    return said

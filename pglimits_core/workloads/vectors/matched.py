@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from pglimits_core.analysis.runs import SATURATED_SHARE, flag, trusted
-from pglimits_core.analysis.verdict import Side, decide
+from pglimits_core.analysis.verdict import TIE_BAND, Side, decide
 
 TARGETS = (0.90, 0.95, 0.99)
 PAIR = ("qdrant hnsw", "pgvector hnsw")  # the head-to-head: A / B of the ratio and the verdict
@@ -175,7 +175,7 @@ def _over_runs(runs: pd.DataFrame | None, lo: pd.Series, hi: pd.Series, weight: 
     qps = runs.qps.dropna() if runs is not None else pd.Series(dtype=float)
     if qps.empty:
         return _point_medians(lo, hi, weight, None if runs is None else 0)
-    out: dict[str, Any] = {"runs": len(qps)}
+    out: dict[str, Any] = {"runs": len(qps), "cpu_runs": int(runs["server_cpu_ms"].notna().sum())}
     for name in PER_RUN:
         values = runs[name].dropna()
         out[name] = float(values.median()) if len(values) else None
@@ -216,7 +216,7 @@ def _figures(hi: pd.Series, points: list[pd.Series], values: dict[str, Any], rec
     qps, low, high = values["qps"], values.get("qps_min"), values.get("qps_max")
     return {"ef": hi.ef, "ef_low": ef_low, "qps_is": how, "recall_mean": recall, "qps": qps,
             "qps_min": low, "qps_max": high, "qps_spread": high / low if low and high else None,
-            "runs": values.get("runs"), "recall_worst5_mean": values.get("recall_worst5_mean"), **us,
+            "runs": values.get("runs"), "server_cpu_runs": values.get("cpu_runs"), "recall_worst5_mean": values.get("recall_worst5_mean"), **us,
             "client_cpu_ms_per_query": values.get("client_cpu_ms"), "box_cpu_pct": box, "cores": cores,
             "client_bound": client_bound, "box_saturated": saturated, "qps_text": qps_text(qps, client_bound, saturated)}
 
@@ -249,6 +249,9 @@ def side(row: pd.Series | None) -> Side | None:
         return None
     bound = row.get("client_bound")
     low, high = server_us(row, "min"), server_us(row, "max")
+    cpu_runs = row.get("server_cpu_runs")
+    if cpu_runs is not None and not pd.isna(cpu_runs) and int(cpu_runs) < 2:
+        low = high = None  # one run's CPU is no spread: a cell it would decide names no winner
     qps_min, qps_max = row.get("qps_min"), row.get("qps_max")
     return Side(str(row["variant"]), float(row["qps"]), client_bound=None if bound is None or pd.isna(bound) else bool(bound),
                 server_cpu_us_per_op=server_us(row),
@@ -284,3 +287,31 @@ def gaps_to_qdrant(table: pd.DataFrame) -> list[float | None]:
         mine = row.qps if row.variant != PAIR[0] and row.qps is not None and not pd.isna(row.qps) else None
         gaps.append(round(qdrant.qps / mine, 3) if qdrant is not None and mine else None)
     return gaps
+
+
+def harness_capped_by_ceiling(matched: pd.DataFrame, ceiling: pd.DataFrame | None) -> pd.DataFrame:
+    """An engine's own C load tool that went faster than the harness by more than the tie band,
+    at the same client count and at an ef the matched row was read between, shows that the
+    harness — not the server — set that row's QPS (with one client the client's time is in series
+    with the server's): such rows count as client-bound, so their comparison is decided by server
+    CPU per query or not at all. A row whose bracketing ef no tool point measured keeps the
+    sampler's verdict (a tool faster at ef 64 says nothing about ef 16-32, nor one within the band
+    at ef 320 about ef 64). Records without a ceiling keep the sampler's verdict."""
+    needed = ("variant", "clients", "ef", "tool_over_harness")
+    if ceiling is None or ceiling.empty or not set(needed) <= set(ceiling.columns) or matched.empty:
+        return matched
+    capped = ceiling[pd.to_numeric(ceiling["tool_over_harness"], errors="coerce") >= TIE_BAND]
+    marked = matched.copy()
+    if "client_bound" not in marked:
+        marked["client_bound"] = None
+    for index, row in marked.iterrows():
+        high = pd.to_numeric(row.get("ef"), errors="coerce")
+        low = pd.to_numeric(row.get("ef_low"), errors="coerce")
+        low = high if pd.isna(low) else low
+        if pd.isna(high):
+            continue
+        tools = capped[(capped["variant"] == row["variant"]) & (capped["clients"] == row["clients"])]
+        efs = pd.to_numeric(tools["ef"], errors="coerce")
+        if ((efs >= low) & (efs <= high)).any():
+            marked.at[index, "client_bound"] = True
+    return marked

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured, trusted
-from pglimits_core.workloads.vectors.matched import matched_table, per_run_cpu
+from pglimits_core.workloads.vectors.matched import harness_capped_by_ceiling, matched_table, per_run_cpu, with_verdicts
 
 MIB = 2**20
 
@@ -266,6 +266,8 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
               "matched": matched_table(sweep, _of(frame, "sweep")), "latency": latency_table(frame, sweep), "filtered": filtered_table(frame)}
     if not (ceiling := ceiling_table(frame, sweep)).empty:  # only where C-tool points were run
         tables["ceiling"] = ceiling
+        # one classifier for the table and the decision matrix: the tool's evidence marks the rows
+        tables["matched"] = with_verdicts(harness_capped_by_ceiling(tables["matched"], ceiling))
     return tables
 
 
