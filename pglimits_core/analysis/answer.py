@@ -87,8 +87,36 @@ def _source(host: str, runs: Path) -> tuple[str, list[str]] | None:
     starts = sorted(m["run_id"][:16] for m in manifests)
     first, last = (datetime.strptime(stamp, "%Y%m%dT%H%M%SZ") for stamp in (starts[0], starts[-1]))
     return (f"machine `{host}`, commit{'s' if len(shas) > 1 else ''} {', '.join(shas)}: {len(manifests):,} run "
-            f"records from {first:%Y-%m-%d %H:%M} to {last:%H:%M} UTC ({(last - first).total_seconds() / 60:.0f} "
-            "min from the first record's start to the last's)"), shas
+            f"records ({_statuses(manifests)}) from {first:%Y-%m-%d %H:%M} to {last:%H:%M} UTC "
+            f"({(last - first).total_seconds() / 60:.0f} min from the first record's start to the last's)"
+            f"{_not_run(runs)}"), shas
+
+
+def _statuses(manifests: list[dict]) -> str:
+    """"807 complete, 1 failed": the records by status, so a failed one is never counted as a result."""
+    found: dict[str, int] = {}
+    for manifest in manifests:
+        found[str(manifest.get("status"))] = found.get(str(manifest.get("status")), 0) + 1
+    return ", ".join(f"{n:,} {status}" for status, n in sorted(found.items(), key=lambda item: -item[1]))
+
+
+def _not_run(runs: Path) -> str:
+    """The planned points that failed before any record was written (each study's outcome file),
+    named with their experiment and the start of their error: "; not run: 3 pubsub idle_listeners
+    pg_notify batch=1 points (postgres max_connections=200 leaves no room ...)"."""
+    said = []
+    for outcome in sorted(runs.glob("*.outcome.json")):
+        grouped: dict[tuple[str, str, str], int] = {}
+        for failure in json.loads(outcome.read_text()).get("failures") or []:
+            if failure.get("experiment") == "run":  # a run with a record: counted by its status
+                continue
+            error = str(failure.get("error", "")).split(": ", 1)[-1].split(" — ")[0]
+            key = (failure.get("experiment", "?"), failure.get("variant", "?"), error)
+            grouped[key] = grouped.get(key, 0) + 1
+        study = outcome.name.split(".")[0]
+        said += [f"{n} {study} {experiment} {variant} point{'s' if n > 1 else ''} ({error})"
+                 for (experiment, variant, error), n in grouped.items()]
+    return f"; not run: {'; '.join(said)}" if said else ""
 
 
 def _commit(git: dict) -> str:

@@ -142,6 +142,12 @@ def not_run_table(records: list[dict[str, Any]], runs_root: Path, profile: str) 
     rows += [{"what": f"{study} {exp} {label}", "status": "missing", "run": "—",
               "why": reasons.get((study, label, exp), NO_OUTCOME_WHY)}
              for study, label, exp in sorted(planned_points(profile) - done)]
+    # a failed point of an experiment whose other points ran (e.g. one listener count of several)
+    # is not "missing" by experiment and variant: its outcome entry names it
+    rows += [{"what": f"{study} {f['experiment']} {f['variant']}", "status": "failed before its record", "run": "—",
+              "why": f.get("error") or "no error recorded"}
+             for study, f in outcome_failures(runs_root)
+             if f.get("experiment") != "run" and (study, f.get("variant"), f.get("experiment")) in done]
     rows += [{"what": f"{study}: server {d['server']}", "status": f"died ({d['how']}) at {d['at']}", "run": "—",
               "why": "restarted; the points after it ran" if d.get("restarted") else d.get("restart_error") or "not restarted"}
              for study, d in deaths]
@@ -150,6 +156,14 @@ def not_run_table(records: list[dict[str, Any]], runs_root: Path, profile: str) 
 
 NO_OUTCOME_WHY = ("planned by the profile but no complete run record: its server was unavailable "
                   "or the point failed before recording (the workload notebook's outcome table says which)")
+
+
+def outcome_failures(runs_root: Path) -> list[tuple[str, dict]]:
+    """Every study's failed points as its outcome file lists them (one per attempt)."""
+    from pglimits_core.registry import names
+    from pglimits_core.studies.study import read_outcome
+
+    return [(study, failure) for study in names() for failure in (read_outcome(runs_root, study) or {}).get("failures", [])]
 
 
 def study_outcomes(runs_root: Path) -> tuple[dict[tuple[str, str, str], str], list[tuple[str, dict]]]:

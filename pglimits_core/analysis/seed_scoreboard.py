@@ -6,7 +6,8 @@ could not decide; each row names the claim and writes both ratios. Drawn from th
 report's ``report-seed-comparison`` table (each workload's ``seed_comparison``) and classed by
 the words of the one agreement rule (``analysis.seed.verdict``): a verdict that starts with
 "agree", "same direction" or "differ" is that class, anything else (inconclusive, not
-comparable, not measured) is not decided here — no second rule.
+comparable, not measured) is not decided here — no second rule; so is a row whose verdict class
+(``analysis.verdict.decide``) says the harness could not decide its ratio.
 """
 
 from __future__ import annotations
@@ -36,15 +37,30 @@ WIDTH_IN, ROW_IN, HEADING = 8.5, 0.4, 0.6  # heading height in rows
 LINE_CHARS = 104
 
 
-def agreement(verdict: Any) -> tuple[str, str]:
-    """The legend label and colour of a row's verdict."""
+#: the verdict classes of ``analysis.verdict.decide`` under which our ratio is not a measurement
+#: of the servers (a side set by its client with no server-side figure, or a rate this box cannot
+#: reach): such a row's ratio is context, so it is not decided here, whatever its direction
+UNDECIDED_CLASSES = ("not decided by the harness", "not comparable")
+CLASS_COLUMN = "verdict class"
+
+
+def agreement(verdict: Any, verdict_class: Any = None) -> tuple[str, str]:
+    """The legend label and colour of a row's verdict (not decided where its class says the
+    harness could not decide the ratio)."""
     text = "" if verdict is None or (not isinstance(verdict, str) and pd.isna(verdict)) else str(verdict)
+    if isinstance(verdict_class, str) and verdict_class.startswith(UNDECIDED_CLASSES):
+        text = ""
     return next((label, colour) for prefix, label, colour in CLASSES if text.startswith(prefix))
+
+
+def _classes(table: pd.DataFrame) -> list[Any]:
+    return list(table[CLASS_COLUMN]) if CLASS_COLUMN in table else [None] * len(table)
 
 
 def counts(table: pd.DataFrame) -> dict[str, int]:
     """Rows per class, in legend order (a class with no row counts 0)."""
-    found = [agreement(v)[0] for v in table.get("verdict", pd.Series(dtype=object))]
+    verdicts = table.get("verdict", pd.Series([None] * len(table), dtype=object))
+    found = [agreement(v, k)[0] for v, k in zip(verdicts, _classes(table), strict=True)]
     return {label: found.count(label) for _, label, _ in CLASSES}
 
 
@@ -88,7 +104,7 @@ def _layout(table: pd.DataFrame) -> list[tuple[str, Any]]:
 
 
 def _claim(ax, top: float, row: pd.Series) -> None:
-    _, colour = agreement(row.get("verdict"))
+    _, colour = agreement(row.get("verdict"), row.get(CLASS_COLUMN))
     ax.add_patch(plt.Rectangle((0, top - 0.94), 1, 0.88, facecolor=colour, edgecolor=GREY, linewidth=0.6))
     ink = "white" if colour in DARK else "black"
     ratios = ratio_text(row)

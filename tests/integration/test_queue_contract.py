@@ -289,6 +289,27 @@ def test_redis_variant_without_the_option_after_an_aof_one_runs_without_persiste
 
 
 @pytest.mark.integration
+def test_redis_settles_its_prefill_with_no_aof_rewrite_left_to_fork_inside_a_window(fresh_queue):
+    """A prefill past the AOF's auto-rewrite size starts a rewrite; settle() waits for it and
+    compacts the AOF, so the measured window that follows starts with none running."""
+    aof = fresh_queue("redis_reliable", appendfsync="always")
+    aof.setup()
+    aof.client.config_set("auto-aof-rewrite-min-size", str(1 << 20))  # a small prefill triggers one
+    try:
+        aof.bulk_load([b"x" * 200] * 20_000)
+        settled = aof.settle()
+        state = aof.client.info("persistence")
+        assert settled["aof"] == "compacted after the prefill" and settled["aof_last_bgrewrite_status"] == "ok"
+        assert state["aof_rewrite_in_progress"] == 0 and state["aof_rewrite_scheduled"] == 0
+        assert aof.depth() == 20_000
+    finally:
+        aof.client.config_set("auto-aof-rewrite-min-size", str(64 << 20))
+    plain = fresh_queue("redis_reliable")
+    plain.setup()
+    assert plain.settle() == {"aof": "off"}
+
+
+@pytest.mark.integration
 def test_postgres_synchronous_commit_is_per_session(fresh_queue):
     relaxed = fresh_queue("pg_delete", synchronous_commit="off")
     strict = fresh_queue("pg_delete")

@@ -8,9 +8,10 @@ import json
 from pglimits_core.analysis.answer import provenance_line
 
 
-def write_run(runs, run_id: str, sha: str, dirty: bool = False) -> None:
+def write_run(runs, run_id: str, sha: str, dirty: bool = False, status: str = "complete") -> None:
     (runs / run_id).mkdir(parents=True)
-    (runs / run_id / "manifest.json").write_text(json.dumps({"run_id": run_id, "git": {"sha": sha, "dirty": dirty}}))
+    (runs / run_id / "manifest.json").write_text(json.dumps({"run_id": run_id, "git": {"sha": sha, "dirty": dirty},
+                                                             "status": status}))
 
 
 def test_one_machine_and_one_commit_are_named_once_with_the_run_s_span(tmp_path):
@@ -18,8 +19,23 @@ def test_one_machine_and_one_commit_are_named_once_with_the_run_s_span(tmp_path)
     write_run(runs, "20261202T031324Z-queue-a", "0d78e47aaaa")
     write_run(runs, "20261202T053724Z-interference-b", "0d78e47aaaa")
     line = provenance_line({"box-a": runs})
-    assert line == ("Every cell below comes from machine `box-a`, commit `0d78e47`: 2 run records from "
-                    "2026-12-02 03:13 to 05:37 UTC (144 min from the first record's start to the last's).")
+    assert line == ("Every cell below comes from machine `box-a`, commit `0d78e47`: 2 run records (2 complete) "
+                    "from 2026-12-02 03:13 to 05:37 UTC (144 min from the first record's start to the last's).")
+
+
+def test_failed_records_and_points_that_never_ran_are_named(tmp_path):
+    runs = tmp_path / "runs"
+    write_run(runs, "20261202T031324Z-search-a", "0d78e47aaaa")
+    write_run(runs, "20261202T041324Z-search-b", "0d78e47aaaa", status="failed")
+    refused = {"experiment": "idle_listeners", "variant": "pg_notify batch=1",
+               "error": "PGLimitsError: postgres max_connections=200 leaves no room — fix: raise it"}
+    ran = {"experiment": "run", "variant": "20261202T041324Z-search-b", "error": "sampler check failed"}
+    (runs / "pubsub.outcome.json").write_text(json.dumps({"failures": [refused, refused, refused]}))
+    (runs / "search.outcome.json").write_text(json.dumps({"failures": [ran]}))
+    line = provenance_line({"box-a": runs})
+    assert "2 run records (1 complete, 1 failed)" in line
+    assert line.endswith("; not run: 3 pubsub idle_listeners pg_notify batch=1 points "
+                         "(postgres max_connections=200 leaves no room).")
 
 
 def test_a_second_commit_a_dirty_tree_or_a_second_machine_is_said(tmp_path):

@@ -116,3 +116,14 @@ def test_the_stamp_names_each_machine_once_with_every_commit_of_its_records():
               "machine box-a (AMD EPYC) · git 506dc2eaaa + uncommitted changes", "machine box-b (Intel) · git 1234567aaa"]
     assert merged_stamp(stamps) == ("machine box-a (AMD EPYC) · git 0d78e47aaa, 506dc2eaaa + uncommitted changes; "
                                     "machine box-b (Intel) · git 1234567aaa")
+
+
+def test_a_row_the_harness_could_not_decide_is_not_decided_whatever_its_direction():
+    from pglimits_core.analysis.seed_scoreboard import agreement, counts
+
+    assert agreement("same direction, different size", "not decided by the harness")[0] == NOT_DECIDED
+    assert agreement("differ (opposite direction)", "not comparable here")[0] == NOT_DECIDED
+    assert agreement("agree", "decided at the server")[0] == "agree"
+    table = pd.DataFrame({"verdict": ["agree", "differ (opposite direction)", "agree"],
+                          "verdict class": ["decided at the server", "not decided by the harness", None]})
+    assert counts(table)["agree"] == 2 and counts(table)[NOT_DECIDED] == 1

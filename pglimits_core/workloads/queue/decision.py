@@ -8,8 +8,10 @@ queue, within one durability class wherever both were measured in it.
 - the highest open-loop rate whose p99 met the bound (the cliff search);
 - the best closed-loop throughput of the measured consumer counts, like for like only: the same
   delivery guarantee (a DELETE claim is at-most-once, Redis's LMOVE+LREM at-least-once) and the
-  same batch; a side whose rate the server did not set is judged by server CPU per job from its
-  trusted runs only (``analysis.runs.trusted``), and with none the harness does not decide.
+  same batch; a side whose rate the server did not set — client-bound by the CPU split, or slower
+  than its own C tool at the same client count beyond the tie band (``harness_capped_by_ceiling``)
+  — is judged by server CPU per job from its trusted runs only (``analysis.runs.trusted``), and
+  with none the harness does not decide.
 
 A latency cell whose chosen design's producers never offered the rate (``offered_only``) is no
 verdict on either queue ("not decided here: the harness, not the queue: ..."). Where the server SIGKILL drill lost
@@ -25,7 +27,7 @@ import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, target_outcome, usable
 from pglimits_core.analysis.runs import box_saturated, flag
-from pglimits_core.analysis.verdict import Side
+from pglimits_core.analysis.verdict import TIE_BAND, Side
 from pglimits_core.workloads.queue.durability_tables import sigkill_note
 from pglimits_core.workloads.queue.head_to_head import number, pair
 from pglimits_core.workloads.queue.latency_names import FROM, NAME, P99
@@ -52,8 +54,34 @@ def client_bound(values: pd.Series) -> bool | None:
 
 def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
     recovery = tables.get("recovery")
+    throughput = harness_capped_by_ceiling(tables.get("throughput"), tables.get("ceiling"))
     return [*latency_cells(tables.get("latency"), recovery), *cliff_cells(tables.get("cliff")),
-            *peak_cells(tables.get("throughput"), recovery)]
+            *peak_cells(throughput, recovery)]
+
+
+def harness_capped_by_ceiling(throughput: pd.DataFrame | None, ceiling: pd.DataFrame | None) -> pd.DataFrame | None:
+    """A throughput row whose design's own C tool (pgbench, redis-benchmark) ran the same
+    statements at the same client count faster than the harness by more than the tie band shows
+    that the harness — its per-call latency, which the CPU split cannot see — set that rate, not
+    the server: the row counts as client-bound (so its cell falls to server CPU per job), and
+    ``harness_capped`` says by how much. Without a matching tool point the sampler's verdict
+    stands."""
+    needed = ("variant", "clients", "tool_consume_per_s", "harness_over_tool")
+    if throughput is None or ceiling is None or ceiling.empty or not set(needed) <= set(ceiling.columns):
+        return throughput
+    marked = throughput.copy()
+    marked["harness_capped"] = ""
+    for index, row in marked.iterrows():
+        tool = ceiling[(ceiling["variant"] == row["variant"]) & (ceiling["clients"] == row["consumers"])]
+        ratio = pd.to_numeric(tool["harness_over_tool"], errors="coerce").dropna()
+        if ratio.empty or float(ratio.min()) * TIE_BAND > 1.0:
+            continue
+        best = tool.loc[ratio.idxmin()]
+        marked.at[index, "client_bound"] = True
+        marked.at[index, "harness_capped"] = (f"its own {best['tool']} at {int(row['consumers'])} clients: "
+                                              f"{float(best['tool_consume_per_s']):,.0f} jobs/s, the harness "
+                                              f"×{float(best['harness_over_tool']):.2f} of it")
+    return marked
 
 
 def _latency_design(variant: str, runs: pd.DataFrame) -> dict:
@@ -209,5 +237,7 @@ def _side(row: pd.Series | None, column: str) -> Side | None:
 def _peak_text(row: pd.Series | None) -> str:
     if row is None:
         return "—"
+    capped = row.get("harness_capped")
+    capped = f"; {capped}" if isinstance(capped, str) and capped else ""
     return f"{row['jobs_per_s']:,.0f} jobs/s ({row['min_jobs_per_s']:,.0f}–{row['max_jobs_per_s']:,.0f}, " \
-           f"{int(row['consumers'])} consumers)"
+           f"{int(row['consumers'])} consumers{capped})"
