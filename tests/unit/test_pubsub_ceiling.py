@@ -18,7 +18,6 @@ from pglimits_core.workloads.pubsub.ledger import (
     missing_ranges,
     received_ranges,
 )
-from pglimits_core.workloads.pubsub.report import flush_notes
 
 
 def test_received_ranges_compress_the_bitmap_and_the_gaps_are_the_complement():
@@ -86,17 +85,6 @@ def test_head_to_head_gives_each_point_a_verdict_class_and_the_cpu_per_delivery(
     assert head_to_head_table(pd.DataFrame()).empty
 
 
-def test_the_flush_note_is_derived_from_the_rows_share_of_the_bound():
-    fanout = pd.DataFrame([{"variant": "pg_notify batch=1", "publishers": 4, "subscribers": 1, "rate": "flat out",
-                            "published_per_s": 6160.0, "commits_share_of_flush_bound": 0.93,
-                            "flush_bound_per_s": 6594.0},
-                           {"variant": "pg_notify batch=1", "publishers": 4, "subscribers": 10, "rate": "flat out",
-                            "published_per_s": 1836.0, "commits_share_of_flush_bound": 0.28,
-                            "flush_bound_per_s": 6594.0}])
-    notes = flush_notes({"fanout": fanout, "ceiling": pd.DataFrame()})
-    assert len(notes) == 1 and "6,160 published/s = 93% of one commit per WAL flush (6,594/s" in notes[0]
-
-
 def _tool_run(run_id, system, listeners, rate, received, lost_ranges=None):
     outcome = {"published": 10_000, "lost": 10_000 * listeners - received,
                "per_listener": [{"subscriber": "s0", "lost": 10_000 - received, "reconnects": 0,
@@ -121,5 +109,4 @@ def test_the_ceiling_table_sets_the_tool_beside_the_harness_and_counts_what_list
     assert nobody.server_cpu_us_per_publish == 50.0 / 100 * 1e6 / 6000.0
     assert one.harness_over_tool == 4000.0 / 5000.0 and one["received/published"] == "9990/10000"
     assert one.lost == 10 and "p1 100–109" in one.lost_where
-    assert one.commits_share_of_flush_bound == 5000.0 * 150.0 / 1e6
     assert ceiling_table(pd.DataFrame(), fanout).empty

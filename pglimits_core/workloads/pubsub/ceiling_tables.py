@@ -15,7 +15,6 @@ import pandas as pd
 
 from pglimits_core.analysis.flags import any_verdict
 from pglimits_core.analysis.runs import measured
-from pglimits_core.workloads.pubsub.server_cost import flush_share
 
 CAPTION = ("C-tool ceiling: pgbench publishing with the harness's pg_notify statement (one transaction per publish), "
            "redis-benchmark PUBLISH (closed loop only: the next request when the reply is in), payloads of the "
@@ -83,8 +82,7 @@ def _point(runs: pd.DataFrame) -> dict:
             "server_cpu_us_per_delivery": _median(runs.us_per_delivery),
             "client_bound": any_verdict(runs.client_bound),
             "received/published": f"{int(runs.received.sum())}/{int(runs.expected.sum())}",
-            "lost": int(runs.lost.sum()), "lost_where": " | ".join(w for w in runs.lost_where if w),
-            **flush_share(runs)}
+            "lost": int(runs.lost.sum()), "lost_where": " | ".join(w for w in runs.lost_where if w)}
 
 
 def _median(values: pd.Series) -> float | None:

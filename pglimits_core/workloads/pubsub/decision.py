@@ -2,10 +2,11 @@
 deliveries/s pg_notify reached flat out (closed loop) against redis_publish's, with the server's
 CPU per delivery.
 
-The two are not on the same terms on disk: neither persists a message, but a NOTIFY's commit
-waits for a WAL flush (with the server's ``synchronous_commit`` on) and a PUBLISH writes nothing.
-Each side's figure says what its runs recorded (``terms.disk_text``), and the scale says when the
-records show that only the Postgres side paid for a flush."""
+Neither persists a message and neither waits for a disk before a bare publish returns: a
+transaction that only notifies writes no WAL before its commit record, so PostgreSQL does not
+wait for that record's flush (``terms``). Each side's figure says what its runs recorded
+(``terms.disk_text``), and the scale would say if the records ever showed only the Postgres side
+paying for a flush."""
 
 from __future__ import annotations
 

@@ -40,21 +40,20 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
                "the sampler check of a few light runs: they are counted as failed); (backlog) after deliveries/s = the subscribers were "
                "still receiving ≥ 1 % of the messages after the publishers stopped — a growing backlog, not a delivery rate. Open-loop rows count "
                "what the publishers achieved in the window (late sends are not throughput). One synchronous "
-               "publisher waits for each publish (for Postgres a transaction: an xid and a commit flushed to the "
-               "WAL), so flat-out rows with 1 publisher measure that publisher; 4 publishers remove that cap, but on "
+               "publisher waits for each publish (for Postgres a transaction: an xid and a commit record, not "
+               "waited for on disk: the transaction wrote no WAL before it), so flat-out rows with 1 publisher measure that publisher; 4 publishers remove that cap, but on "
                "2 cores shared with 10 Python subscribers they are still client-bound (ᶜ): there the servers' own "
                "cost, server CPU ms per 1,000 deliveries, is the figure that compares — between the systems at the "
                "same point only (it depends on the load: idle cost weighs on low rates). The two make different "
-               "promises: a NOTIFY is transactional — delivered only if and after its transaction commits (after the "
-               "commit record's WAL flush unless the server's `synchronous_commit` is off: the head-to-head caption "
-               "says what the runs recorded) — and held for listeners that fall behind "
+               "promises: a NOTIFY is transactional — delivered only if and after its transaction commits (a "
+               "transaction that only notifies does not wait for its commit record's flush, whatever "
+               "`synchronous_commit` says; one that also writes does) — and held for listeners that fall behind "
                "in one queue shared by every listener (8 GB in PostgreSQL's documentation, not measured here: one "
                "stuck listener pins it for all, and when it is full NOTIFY fails at commit); a PUBLISH is "
                "fire-and-forget — no transaction, nothing persisted, a subscriber that is not connected (or is "
                "dropped at its output-buffer limit) misses the message for good. Neither keeps a message for a "
-               "listener that was not listening, nor across a server crash: the WAL flush a NOTIFY's commit waits for "
-               "makes its transaction durable, not the notification — a cost on the Postgres side that Redis does "
-               "not pay.")
+               "listener that was not listening, nor across a server crash, and neither waits for a disk before a "
+               "bare publish returns.")
 
 CAPTIONS = {
     "fanout": "Fan-out: published/s, deliveries/s and delivery latency per subscriber count; open-loop rates and "
@@ -154,7 +153,7 @@ def sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]) ->
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
     reference = [("Every rate-search probe", flag_points(tables["cliff_points"]))] \
         if "cliff_points" in tables and not tables["cliff_points"].empty else []
-    return ([Section("Pub/sub: tables", [NOTE, *flush_notes(tables)], headline), Section("Pub/sub: figures", figures=pngs)],
+    return ([Section("Pub/sub: tables", [NOTE], headline), Section("Pub/sub: figures", figures=pngs)],
             [Section("Pub/sub: every rate-search probe", tables=reference, collapsed=True)] if reference else [])
 
 
@@ -195,7 +194,6 @@ def _behind(row) -> bool:
 
 def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     lines = [f"{HOW_TO_READ} {links}", "", headline(tables).to_markdown(index=False), ""]
-    lines += [*flush_notes(tables), ""]
     shown = captions(tables)
     for key in ("fanout_head_to_head", "ceiling", "cliff", "commit_serialization", "idle_listeners",
                 "stuck_subscriber", "payload_limit"):
@@ -205,31 +203,6 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
         elif key == "ceiling":
             lines += ["C-tool ceiling (pgbench pg_notify, redis-benchmark PUBLISH): not measured in these records.", ""]
     return lines
-
-
-#: a transactional row whose commits reach this share of one commit per WAL flush is said to sit
-#: at that bound: repetitions on this shared box spread by 10-20 %, so closer is not told apart
-AT_FLUSH_BOUND = 0.8
-
-
-def flush_notes(tables: dict[str, pd.DataFrame]) -> list[str]:
-    """Which limit a row at the one-commit-per-WAL-flush bound measures, from its own figures."""
-    notes = []
-    for key, rate in (("fanout", "published_per_s"), ("ceiling", "tool_published_per_s")):
-        table = tables.get(key)
-        if table is None or table.empty or "commits_share_of_flush_bound" not in table:
-            continue
-        at = table[pd.to_numeric(table.commits_share_of_flush_bound, errors="coerce") >= AT_FLUSH_BOUND]
-        for row in at.itertuples():
-            where = f"{row.variant}, {int(row.publishers)} publisher(s), " + (
-                f"{int(row.subscribers)} subscriber(s), {row.rate}" if key == "fanout"
-                else f"{int(row.listeners)} listener(s), C tool")
-            notes.append(f"{where}: {getattr(row, rate):,.0f} published/s = {row.commits_share_of_flush_bound:.0%} of "
-                         f"one commit per WAL flush ({row.flush_bound_per_s:,.0f}/s = 1 / the record's fsync-of-8 kB "
-                         "median). Each NOTIFY here is its own commit, and NOTIFY's commit lock lets one notifying "
-                         "commit flush at a time: this row measures the WAL flush, not delivery (the Postgres sampler "
-                         "records WAL bytes and records, not flushes, so the bound is the host's measured fsync).")
-    return notes
 
 
 SEED = {"published_per_s": (11_700, 14_200), "delivery_p99_ms": (2.0, 1.7)}

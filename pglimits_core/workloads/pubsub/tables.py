@@ -17,7 +17,7 @@ from pglimits_core.workloads.pubsub.ceiling_tables import ceiling_table
 from pglimits_core.workloads.pubsub.failures import COMMIT_MODES
 from pglimits_core.workloads.pubsub.head_to_head import head_to_head_table
 from pglimits_core.workloads.pubsub.ledger import lost_ranges_text
-from pglimits_core.workloads.pubsub.server_cost import cpu_range_us, flush_share, per_delivery_us
+from pglimits_core.workloads.pubsub.server_cost import cpu_range_us, per_delivery_us
 from pglimits_core.workloads.pubsub.terms import MIXED, recorded_settings
 
 GROUP = ["variant", "subscribers", "publishers", "loop", "rate"]
@@ -85,6 +85,11 @@ def _any(values: pd.Series) -> bool | None:
     return any(known) if known else None
 
 
+#: a not-measured row's text columns (its figures stay blank)
+NOT_MEASURED_TEXTS = {"published_per_s_range": "—", "deliveries_per_s_range": "—", "delivery_p99_range_ms": "—",
+                      "server_persistence": "—"}
+
+
 def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFrame:
     """Per variant × fan-out × publishers × rate (open loop) or flat out: medians over
     repetitions with their range, delivered/expected summed over every run, the publishers'
@@ -101,9 +106,13 @@ def fanout_table(frame: pd.DataFrame, experiment: str = "fanout") -> pd.DataFram
     for key, group in pubs.groupby(GROUP, sort=True, dropna=False):
         row = dict(zip(GROUP, key, strict=True))
         kept = group[measured_something(group)]
-        if kept.empty:
-            continue
         failed_count = failed.get((row["variant"], row["subscribers"], row["publishers"], row["rate"]), 0)
+        if kept.empty:  # every run stalled: the point is named as not measured, never dropped
+            rows.append({**row, **NOT_MEASURED_TEXTS, "runs": 0, "failed_runs": failed_count + len(group),
+                         "sustained": False, "lag_dominated": False, "busy_neighbour_runs": 0,
+                         "not_measured": f"every run ({len(group)}) measured nothing: its publishers sent nothing "
+                                         "on time inside the window (stalled)"})
+            continue
         rows.append({**row, **fanout_row(kept, failed_count + len(group) - len(kept))})
     return pd.DataFrame(rows)
 
@@ -133,7 +142,7 @@ def fanout_row(group: pd.DataFrame, failed_runs: int) -> dict[str, Any]:
             "server_cpu_ms_per_1k": _per_1k(group, "server_cpu_pct"),
             **cpu_range_us(group),
             "client_cpu_ms_per_1k": _per_1k(group, "client_cpu_pct"),
-            **flush_share(group), "server_persistence": _texts(group, "server_persistence"),
+            "server_persistence": _texts(group, "server_persistence"),
             "server_rss_largest_mib": pd.to_numeric(group.get("server_rss_largest_mib"), errors="coerce").max(),
             "busy_neighbour_runs": int(group.other_cpu_pct.map(busy_neighbour).sum())
             if "other_cpu_pct" in group else 0,
