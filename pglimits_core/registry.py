@@ -90,6 +90,9 @@ class Workload:
     after_restart: Callable[[str, Any], None] | None = None
     #: ``decisions(tables)``: its cells of the decision matrix (``analysis.decision``) — optional
     decisions: Callable[[dict[str, Any]], list[Any]] | None = None
+    #: ``extension_decisions(tables)``: the same cells with the Postgres extensions (PostgreSQL
+    #: 17's designs) among Postgres's side — optional; ``analysis.extensions`` sets them beside
+    extension_decisions: Callable[[dict[str, Any]], list[Any]] | None = None
 
 
 def _entries() -> dict[str, str]:

@@ -49,7 +49,10 @@ def _named(designs: pd.Series, figures: pd.Series) -> list[str]:
     return [figure if design == "—" else f"{design}: {figure}" for design, figure in zip(designs, figures, strict=True)]
 
 
-def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None) -> str:
+EXTENSIONS_LINK = "data/results/decision-matrix-extensions.md"
+
+
+def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None, extensions: str = "") -> str:
     """The two scoreboards (the decision matrix; the source studies' claims, ``seeds`` being the
     rows of the seed comparison, with a line counting them), then per workload (in study order)
     the machine and its brief table, then the link to all."""
@@ -61,9 +64,10 @@ def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None) -> s
     parts.append("")
     for (workload, machine), cells in table.groupby(["workload", "machine"], sort=False):
         parts += [f"**{workload}** (measured on `{machine}`)", "", brief_table(cells).to_markdown(index=False), ""]
+    with_extensions = f" {extensions} Each such cell: [`{EXTENSIONS_LINK}`]({EXTENSIONS_LINK})." if extensions else ""
     parts.append(f"Every cell with both sides' spreads, server CPU per operation and the table behind it: "
                  f"[`{MATRIX_LINK}`]({MATRIX_LINK}); how a cell is decided: "
-                 "[docs/METHODOLOGY.md](docs/METHODOLOGY.md#how-a-cell-is-decided).")
+                 f"[docs/METHODOLOGY.md](docs/METHODOLOGY.md#how-a-cell-is-decided).{with_extensions}")
     return "\n".join(parts)
 
 
@@ -126,6 +130,10 @@ def _commit(git: dict) -> str:
 def answer_block(profile: str) -> str:
     """The block between the markers, from the committed records of ``profile``."""
     runs = {host: StudyPaths.committed(profile, host).runs for host in committed_hosts(profile)}
+    from pglimits_core.analysis import extensions
+
     seeds, _ = committed_comparison(profile)
-    parts = [START, provenance_line(runs), "", answer_markdown(matrix_table(committed_cells(profile)), seeds), END]
+    with_extensions = extensions.sentence(extensions.committed_comparison(profile))
+    parts = [START, provenance_line(runs), "",
+             answer_markdown(matrix_table(committed_cells(profile)), seeds, with_extensions), END]
     return "\n".join(part for part in parts if part is not None)

@@ -219,16 +219,20 @@ def place(cells: list[Cell], machine: str, tables_dir: Path) -> list[Cell]:
             for cell in cells]
 
 
-def workload_cells(workload, tables: dict[str, pd.DataFrame], machine: str, tables_dir: Path) -> list[Cell]:
-    """``workload``'s cells from its tables ([] when it supplies none)."""
-    if workload.decisions is None:
+def workload_cells(workload, tables: dict[str, pd.DataFrame], machine: str, tables_dir: Path,
+                   extensions: bool = False) -> list[Cell]:
+    """``workload``'s cells from its tables ([] when it supplies none); with ``extensions``, its
+    cells with the Postgres extensions among Postgres's side ([] when it has none)."""
+    decide = workload.extension_decisions if extensions else workload.decisions
+    if decide is None:
         return []
-    return place(workload.decisions(tables), machine, tables_dir)
+    return place(decide(tables), machine, tables_dir)
 
 
-def committed_cells(profile: str, host: str | None = None) -> list[Cell]:
+def committed_cells(profile: str, host: str | None = None, extensions: bool = False) -> list[Cell]:
     """Every workload's cells from its committed records, each from the one machine holding them
-    (``analysis.readme_results`` picks the same machine per workload)."""
+    (``analysis.readme_results`` picks the same machine per workload); with ``extensions``, the
+    cells of the workloads that have Postgres extensions, with them on Postgres's side."""
     from pglimits_core.analysis.outputs import build_outputs
     from pglimits_core.config import StudyPaths
     from pglimits_core.record.export import committed_host, committed_hosts
@@ -236,13 +240,14 @@ def committed_cells(profile: str, host: str | None = None) -> list[Cell]:
 
     cells: list[Cell] = []
     for workload in workloads():
-        if workload.decisions is None or not committed_hosts(profile, workload.name):
+        decide = workload.extension_decisions if extensions else workload.decisions
+        if decide is None or not committed_hosts(profile, workload.name):
             continue
         machine = committed_host(profile, host, nearest=True, study=workload.name)
         paths = StudyPaths.committed(profile, machine)
         outputs = build_outputs(workload, paths.runs)  # writes nothing: the committed tables stay
         if outputs.records:
-            cells += workload_cells(workload, outputs.tables, machine, paths.tables)
+            cells += workload_cells(workload, outputs.tables, machine, paths.tables, extensions)
     return cells
 
 

@@ -156,7 +156,7 @@ def time_block(profile: str, host: str | None = None) -> str:
 
 def update_all(profile: str, host: str | None = None) -> None:
     """docs/RESULTS.md's block, the full decision matrix, and README.md's answer."""
-    from pglimits_core.analysis import answer
+    from pglimits_core.analysis import answer, extensions
     from pglimits_core.analysis.decision import committed_cells, matrix_table, write_matrix
     from pglimits_core.analysis.scoreboard import write_scoreboard
     from pglimits_core.analysis.seed_scoreboard import write_committed as write_seed_scoreboard
@@ -165,6 +165,7 @@ def update_all(profile: str, host: str | None = None) -> None:
     update_readme(results_block(profile, host))
     matrix = matrix_table(committed_cells(profile, host))
     write_matrix(matrix, results_dir())
+    extensions.write(extensions.committed_comparison(profile, host), results_dir())
     machines = ", ".join(sorted(set(matrix.machine))) if not matrix.empty else ""
     write_scoreboard(matrix, figures_dir(), stamp=f"profile {profile}; records from {machines}")
     write_seed_scoreboard(profile, figures_dir(), host)

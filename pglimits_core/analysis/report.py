@@ -221,11 +221,13 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
     require_complete(profile)  # an interrupted or failed study is not presented as a result
     paths = StudyPaths.for_profile(profile, runs_root, figures_dir, tables_dir)
     records = load_records(None, paths.runs)
-    results, reference, comparisons, notes, cells = [], [], [], [], []
+    results, reference, comparisons, notes, cells, extended = [], [], [], [], [], []
     for workload in workloads():
         outputs = build_outputs(workload, paths.runs, paths.figures, paths.tables, reuse_figures=True)
         if outputs.records:
             cells += workload_cells(workload, outputs.tables, machine_of(paths.runs), paths.tables)
+            extended += workload_cells(workload, outputs.tables, machine_of(paths.runs), paths.tables,
+                                       extensions=True)
         if not outputs.records or workload.report_sections is None:
             continue
         shown, kept_for_later = workload.report_sections(outputs.tables, outputs.figure_paths)
@@ -238,7 +240,7 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
     _write_table(comparison, "report-seed-comparison", paths.tables)
     # Order: the results first (each workload's figures, then its tables), the source studies
     # beside them, what is missing; then how they were made (box, versions, ledger, settings).
-    return [*decision_sections(cells), *results,
+    return [*decision_sections(cells, extended), *results,
             Section("Beside the source documents (ratios between systems)", [SEED_INTRO, *notes],
                     [("Seed headline figures vs this study", comparison)]),
             Section("What could not be run, and why", tables=[("Failed, interrupted and missing points",
@@ -267,12 +269,20 @@ def machine_of(runs: Path) -> str:
     return Path(runs).resolve().parent.parent.name if inside else current_host_id()
 
 
-def decision_sections(cells: list) -> list[Section]:
-    """The decision matrix first, when the workloads supply cells (``analysis.decision``)."""
+def decision_sections(cells: list, extended: list = ()) -> list[Section]:
+    """The decision matrix first, when the workloads supply cells (``analysis.decision``); then,
+    when workloads have Postgres extensions, whether they change its verdicts (``analysis.extensions``)."""
+    from pglimits_core.analysis import extensions
+
     if not cells:
         return []
-    return [Section("The decision matrix", [DECISION_INTRO], [("One cell per workload × scale × target",
-                                                               matrix_table(cells))])]
+    matrix = matrix_table(cells)
+    sections = [Section("The decision matrix", [DECISION_INTRO], [("One cell per workload × scale × target", matrix)])]
+    if extended:
+        compared = extensions.compared(matrix, matrix_table(list(extended)))
+        sections.append(Section("Do the Postgres extensions change a verdict?", [extensions.sentence(compared)],
+                                [("Each cell, stock PostgreSQL 16 beside PostgreSQL 17 with extensions", compared)]))
+    return sections
 
 
 def _write_table(table: pd.DataFrame, name: str, directory: Path) -> None:

@@ -14,13 +14,23 @@ COLUMNS = ("variant", "system", "stream", "clients", "median_matches", "qps", "m
            "client_bound", "server_cpu_pct")
 
 
-def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
+#: the Postgres extension that ranks as the engines do (BM25), on PostgreSQL 17
+EXTENSIONS = ("pg_search",)
+
+
+def extension_decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
+    """The cells with pg_search (BM25 inside PostgreSQL 17) among Postgres's side."""
+    return decisions(tables, extensions=EXTENSIONS)
+
+
+def decisions(tables: dict[str, pd.DataFrame], extensions: tuple[str, ...] = ()) -> list[Cell]:
     crossover = tables.get("crossover")
     if not usable(crossover, *COLUMNS):
         return []
     cells = []
     for (stream, clients), rows in crossover.groupby(["stream", "clients"], sort=False):
-        pg = _fastest(rows[rows.apply(is_postgres_ranked, axis=1)])
+        on_postgres = rows.apply(is_postgres_ranked, axis=1) | rows["system"].isin(extensions)
+        pg = _fastest(rows[on_postgres])
         lucene = _fastest(rows[rows["system"].map(is_engine)])
         cells.append(_cell(stream, clients, pg, lucene))
     return cells

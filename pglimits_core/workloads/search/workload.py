@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pglimits_core.registry import Chart, Workload
 from pglimits_core.workloads.search import charts as search_figures
-from pglimits_core.workloads.search.decision import decisions
+from pglimits_core.workloads.search.decision import decisions, extension_decisions
 from pglimits_core.workloads.search.plan import plan, prepare, server_options
 from pglimits_core.workloads.search.profile import SearchProfile
 from pglimits_core.workloads.search.report import (
@@ -37,4 +37,5 @@ WORKLOAD = Workload(
     server_options=server_options,
     require_servers=True,
     decisions=decisions,
+    extension_decisions=extension_decisions,
 )

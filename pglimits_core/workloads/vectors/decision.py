@@ -27,7 +27,12 @@ def server_of(variant: str) -> str:
     return known.server if known is not None else SERVER_FOR.get(str(variant).split()[0], "")
 
 
-def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
+def extension_decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
+    """The cells with PostgreSQL 17's indexes (pgvector 0.8, DiskANN) among Postgres's side."""
+    return decisions(tables, postgres_servers=("postgres", "postgres_ext"))
+
+
+def decisions(tables: dict[str, pd.DataFrame], postgres_servers: tuple[str, ...] = ("postgres",)) -> list[Cell]:
     matched, sweep = tables.get("matched"), tables.get("sweep")
     if not usable(matched, *COLUMNS):
         return []
@@ -39,7 +44,7 @@ def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
     for (target, clients), rows in matched.groupby(["target_recall", "clients"], sort=True):
         reached = rows[rows["recall_mean"] >= target].dropna(subset=["qps"])
         servers = reached["variant"].map(server_of)
-        pg = _fastest(reached[servers == "postgres"])
+        pg = _fastest(reached[servers.isin(postgres_servers)])
         qdrant = _fastest(reached[servers == "qdrant"])
         cells.append(Cell("vectors", f"{clients} client{'s' if clients != 1 else ''}", f"recall ≥ {target:.2f}",
                           _side(pg), _side(qdrant), "matched", unit="QPS", figures=(_text(pg), _text(qdrant)),

@@ -4,7 +4,7 @@ exact scan's cost, each engine's build cost and the dataset's difficulty."""
 from __future__ import annotations
 
 from pglimits_core.registry import Chart, Workload
-from pglimits_core.workloads.vectors.decision import decisions
+from pglimits_core.workloads.vectors.decision import decisions, extension_decisions
 from pglimits_core.workloads.vectors.plan import plan
 from pglimits_core.workloads.vectors.profile import VectorsProfile
 from pglimits_core.workloads.vectors.report import (
@@ -36,4 +36,5 @@ WORKLOAD = Workload(
     seed_comparison=seed_comparison,
     seed_notes=SEED_NOTES,
     decisions=decisions,
+    extension_decisions=extension_decisions,
 )
