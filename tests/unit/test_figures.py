@@ -70,7 +70,9 @@ def test_queue_latency_joins_only_sustained_points(committed):
     latency = outputs.tables["latency"].dropna(subset=["send_to_claim_p99_ms"])
     per_rate = latency.assign(sustained=latency.sustained.astype(bool)).groupby(["variant", "offered_per_s"]).agg(
         p99=("send_to_claim_p99_ms", "median"), sustained=("sustained", "all")).reset_index()
-    assert (~per_rate.sustained).any() and per_rate.sustained.any()  # the records have both kinds
+    # the records may hold no unsustained rate (a fast box sustains every one): drawing one is
+    # covered by test_a_line_never_joins_an_unsustained_point; here every sustained one is drawn
+    assert per_rate.sustained.any()
     lines = {line.get_label().removesuffix(" p99"): line for line in visible_lines(outputs.figures["queue-latency"])}
     for variant, group in per_rate.groupby("variant"):
         x, y = (np.asarray(v, dtype=float) for v in lines[variant].get_data())
