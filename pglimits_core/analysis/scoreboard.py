@@ -8,6 +8,7 @@ so the picture and the table cannot disagree.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -44,11 +45,19 @@ def _rows(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return rows
 
 
+def tile_words(text: str) -> str:
+    """A scale or target as a tile names it: without its parenthesised details and what follows a
+    ";" (the SIGKILL drill's count, a design left out of the pairing) — the matrix's table holds
+    them, and a tile has room for a dozen words."""
+    return re.sub(r" \([^()]*\)", "", str(text)).split(";")[0].strip()
+
+
 def _tile(ax, x: float, y: float, cell: pd.Series) -> None:
     _, colour = family(str(cell["verdict"]))
     ax.add_patch(plt.Rectangle((x, y), 0.95, 0.9, facecolor=colour, edgecolor=GREY, linewidth=0.6))
     dark = colour in (POSTGRES, "#c55a11")
-    label = textwrap.fill(f"{cell['scale']} · {cell['target']}", 26)
+    target = tile_words(cell["target"])
+    label = textwrap.fill(f"{tile_words(cell['scale'])} · {'flat out' if target == 'none' else target}", 26)
     ax.text(x + 0.475, y + 0.45, label, ha="center", va="center", fontsize=5.5,
             color="white" if dark else "black")
 

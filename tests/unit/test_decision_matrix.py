@@ -259,3 +259,12 @@ def test_the_scoreboard_colours_each_verdict_family_and_draws_a_tile_per_cell(tm
     paths = write_scoreboard(table, tmp_path, stamp="test")
     assert [p.name for p in paths] == ["decision-scoreboard.png", "decision-scoreboard.svg"]
     assert write_scoreboard(table.iloc[0:0], tmp_path / "empty") == []
+
+
+def test_a_tile_names_its_scale_without_the_details_the_matrix_table_holds():
+    from pglimits_core.analysis.scoreboard import tile_words
+
+    scale = ("best closed-loop throughput of the measured consumer counts, durability periodic (server SIGKILL "
+             "drill: pg_delete batch=1 lost 18 acknowledged messages in 2 drills); like for like (same batch)")
+    assert tile_words(scale) == "best closed-loop throughput of the measured consumer counts, durability periodic"
+    assert tile_words("send → claim p99 ≤ 50 ms (from the scheduled send)") == "send → claim p99 ≤ 50 ms"

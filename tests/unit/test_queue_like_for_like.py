@@ -118,3 +118,15 @@ def test_a_class_whose_design_lost_acknowledged_messages_on_sigkill_says_so():
     cell, = peak_cells(sweep, recovery)
     assert lost in cell.scale
     assert sigkill_class_lines(None) == []
+
+
+def test_a_faster_postgres_design_left_out_by_the_pairing_is_named_in_the_cell():
+    sweep = pd.DataFrame([sweep_row(PG_B10, 16, 15_000, 80.0), sweep_row(REDIS_P10, 16, 36_000, 10.0, True),
+                          sweep_row("pg_delete batch=50", 4, 55_800, 23.0)])
+    cell, = peak_cells(sweep)
+    assert cell.postgres.system == PG_B10
+    assert "pg_delete batch=50 ran faster, 55,800 jobs/s at 4 consumers, with no Redis design of its terms" in cell.scale
+    slower = pd.DataFrame([sweep_row(PG_B10, 16, 15_000, 80.0), sweep_row(REDIS_P10, 16, 36_000, 10.0, True),
+                           sweep_row("pg_delete batch=50", 4, 9_000, 23.0)])
+    cell, = peak_cells(slower)
+    assert "ran faster" not in cell.scale

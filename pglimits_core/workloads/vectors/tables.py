@@ -16,7 +16,12 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured, trusted
-from pglimits_core.workloads.vectors.matched import harness_capped_by_ceiling, matched_table, per_run_cpu, with_verdicts
+from pglimits_core.workloads.vectors.matched import (
+    harness_capped_by_ceiling,
+    matched_table,
+    per_run_cpu,
+    with_verdicts,
+)
 
 MIB = 2**20
 
