@@ -47,12 +47,55 @@ class CliffSearch(ForVariants):
     repeats: PositiveInt = 3
 
 
+class CapacitySpec(ForVariants):
+    """The capacity experiment (``experiments.capacity``): the ceiling at ``ceiling_clients``
+    (``repetitions`` windows of ``ceiling_s``), then per latency target a search with probes of
+    ``probe_s`` from ``start_rate`` (at most ``max_probes``) and ``confirmations`` steady windows of
+    ``steady_s`` at the rate found (a failure steps down × ``step_down``, at most ``max_steps_down``
+    times). A window that decides a cell is ``steady_s`` long: 30 s or more in ``full``."""
+
+    targets_ms: list[PositiveFloat] = Field(default_factory=lambda: [10.0, 50.0], min_length=1)
+    ceiling_clients: list[PositiveInt] = Field(default_factory=lambda: [4], min_length=1)
+    ceiling_s: PositiveFloat = 30
+    warmup_s: PositiveFloat = 5
+    repetitions: PositiveInt = 3
+    probe_s: PositiveFloat = 5
+    start_rate: PositiveFloat = 500
+    max_probes: PositiveInt = 8
+    steady_s: PositiveFloat = 30
+    confirmations: PositiveInt = 3
+    step_down: float = Field(0.85, gt=0, lt=1)
+    max_steps_down: int = Field(2, ge=0)
+
+    def plan(self) -> Any:
+        from pglimits_core.experiments.capacity import CapacityPlan
+
+        return CapacityPlan(tuple(self.targets_ms), tuple(self.ceiling_clients), self.ceiling_s, self.warmup_s,
+                            self.repetitions, self.probe_s, self.start_rate, self.max_probes, self.steady_s,
+                            self.confirmations, self.step_down, self.max_steps_down)
+
+
 class Datasets(Strict):
     """The seeded datasets of the search and vector workloads (``pglimits datasets build``);
     the specs validate themselves, so their fields and defaults live in ``datasets/`` only."""
 
     corpus: CorpusSpec | None = None
     vectors: VectorSpec | None = None
+
+
+class PlacementSpec(Strict):
+    """Where servers and load run (``pglimits_core.placement``): ``split`` gives the servers one
+    CPU set and the load the other (default: the first and second half of the allowed CPUs, CPU 0
+    and CPU 1 on a 2-core box); ``shared`` runs everything on every CPU (the old placement)."""
+
+    mode: Literal["split", "shared"] = "split"
+    server_cpus: list[int] | None = None
+    load_cpus: list[int] | None = None
+
+    def resolve(self) -> Any:
+        from pglimits_core.placement import resolve
+
+        return resolve(self.mode, self.server_cpus, self.load_cpus)
 
 
 class Profile(Strict):
@@ -70,6 +113,8 @@ class Profile(Strict):
     #: each server's harness ceiling (a no-op round trip on one connection, as a study begins and
     #: ends; ``studies.calibration``) runs this long after a warm-up as long, capped at 1 s
     harness_ceiling_s: float = Field(1.5, gt=0, le=10)
+    #: the CPU sets of servers and load (split: the two-host setup on one box)
+    placement: PlacementSpec = Field(default_factory=PlacementSpec)
 
     def section(self, workload: str) -> Any:
         """The profile's section for ``workload`` (its own pydantic model), None if it has none."""

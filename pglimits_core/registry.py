@@ -126,3 +126,11 @@ def workload(name: str) -> Workload:
 def workloads() -> list[Workload]:
     """Every registered workload, in study order."""
     return [workload(name) for name in _entries()]
+
+
+def with_capacity(capacity: Callable[[Any], list[Any]], others: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+    """A workload's matrix cells: its capacity cells first (the headline, steady windows), then
+    the cells of its other experiments (indicative where their windows are short)."""
+    def decisions(tables: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        return [*capacity(tables), *others(tables, *args, **kwargs)]
+    return decisions

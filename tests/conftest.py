@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import uuid
 from pathlib import Path
@@ -74,3 +75,28 @@ def redis_endpoint():
     yield server.start()
     server.stop()
     shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def placed_study(names: list[str], runs_root: Path, prefix: str, options: dict | None = None):
+    """``(StudyRun, split placement)`` over real servers started as a study starts them: on the
+    server CPU set, the context built under the placement; every server stopped afterwards, and
+    none of their processes left behind."""
+    from pglimits_core.placement import placed, resolve
+    from pglimits_core.servers.fleet import Fleet
+    from pglimits_core.studies.runner import build_context
+    from pglimits_core.studies.study import StudyRun
+
+    root = TEST_ROOT / f"{prefix}-{uuid.uuid4().hex[:8]}"
+    split = resolve("split")
+    with placed(split):
+        fleet = Fleet(names, data_root=root, options=options).start()
+    try:
+        with placed(split):
+            ctx = build_context(fleet, ceilings=False, runs_root=runs_root)
+        yield StudyRun(ctx, fleet, seed=7), split
+    finally:
+        pids = [pid for server in fleet.servers.values() if server.endpoint for pid in server.endpoint.pids]
+        fleet.stop()
+        assert not server_processes(pids), "fleet left server processes behind"
+        shutil.rmtree(root, ignore_errors=True)

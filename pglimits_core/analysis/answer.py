@@ -29,8 +29,8 @@ SEED_ALT = ("each headline claim of the source studies beside our ratio, coloure
             "different size / differ / not decided here")
 # matrix column -> the brief table's heading
 BRIEF = {"scale": "where", "target": "target", "verdict": "verdict", "postgres_figure": "Postgres",
-         "dedicated_figure": "dedicated", "server_cpu": "server µs/op (Postgres / dedicated)", "margin": "margin",
-         "class": "decided by"}
+         "dedicated_figure": "dedicated", "server_cpu": "server µs/op (Postgres / dedicated; shown, never deciding)",
+         "margin": "margin", "class": "class"}
 
 
 def brief_table(cells: pd.DataFrame) -> pd.DataFrame:
@@ -38,7 +38,7 @@ def brief_table(cells: pd.DataFrame) -> pd.DataFrame:
     shown = cells.copy()
     shown["postgres_figure"] = _named(shown["postgres"], shown["postgres_figure"])
     shown["dedicated_figure"] = _named(shown["dedicated"], shown["dedicated_figure"])
-    # the figure a "decided by server CPU per operation" cell turns on, shown where it is read
+    # server CPU per operation, shown beside each cell: context only, the rule decides on rate
     shown["server_cpu"] = [f"{pg} / {dedicated}" if "—" not in (pg, dedicated) else "—" for pg, dedicated in
                            zip(shown["postgres_server_cpu_us_per_op"], shown["dedicated_server_cpu_us_per_op"],
                                strict=True)]

@@ -3,16 +3,19 @@
 One cell per workload × scale × latency (or recall) target. Each workload says which of its
 tables' figures face each other (``Workload.decisions(tables) -> list[Cell]``: the best Postgres
 design as one ``Side``, the dedicated system as the other); this module judges every cell by the
-one rule of ``analysis.verdict`` (who set the limit, and the tie band) and words it:
+one rule of ``analysis.verdict`` (on rate: which side set the limit, floors, the tie band and
+the runs' overlap) and words it:
 
-- the dedicated system ahead by more than the tie band -> "dedicated wins";
-- Postgres ahead -> "Postgres suffices (Postgres ahead)"; a tie where Postgres meets the cell's
-  target -> "Postgres suffices (no measurable difference; Postgres meets the target)";
-- any other tie -> "no measurable difference";
-- not decided by the harness / not comparable here / a side missing -> "not decided here: why".
+- the dedicated system ahead beyond the tie band in every run -> "dedicated wins";
+- Postgres ahead -> "Postgres suffices (Postgres ahead)"; the runs' ranges overlapping where
+  Postgres meets the cell's target -> "Postgres suffices (no measurable difference; Postgres
+  meets the target)";
+- any other overlap -> "no measurable difference";
+- anything the rule leaves undecided (ahead in every run inside the band, load-limited, limit
+  not recorded, not comparable), or a side missing -> "not decided here: why".
 
-A client-bound or "cannot tell" side never wins: ``decide`` gives it no rate ratio. Every cell
-names the one machine its figures come from and the table file behind it.
+Server CPU per operation is printed beside every cell that has it and never decides one. Every
+cell names the one machine its figures come from and the table file behind it.
 
 ``python -m pglimits_core.analysis.decision --profile full`` writes
 ``data/results/decision-matrix.md`` and ``.csv`` from the committed records and prints it.
@@ -22,19 +25,13 @@ from __future__ import annotations
 
 import argparse
 import posixpath
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
-from pglimits_core.analysis.verdict import (
-    BY_SERVER_CPU,
-    NOT_BY_HARNESS,
-    NOT_COMPARABLE,
-    Side,
-    Verdict,
-    decide,
-)
+from pglimits_core.analysis.verdict import BY_FLOOR, NEITHER, SERVER, Side, Verdict, decide
 
 DEDICATED_WINS = "dedicated wins"
 POSTGRES_AHEAD = "Postgres suffices (Postgres ahead)"
@@ -68,6 +65,9 @@ class Cell:
     missing: str = ""
     unjudged: str = ""  # why the two sides are not like for like (then never judged)
     outcome: str = ""  # a target cell decided on "meets the target in k of n runs" (see target_outcome)
+    #: the shortest measured window behind the deciding figures (None: not recorded: the sweeps'
+    #: short windows); a cell decides only from steady windows (``STEADY_WINDOW_S``)
+    window_s: float | None = None
     machine: str = ""
     path: str = ""
 
@@ -78,8 +78,35 @@ class Cell:
         return decide(self.postgres, self.dedicated)
 
 
+#: the shortest measured window that may decide a cell: a 2-3 s window sees no bloat, checkpoint,
+#: merge, garbage collection or optimizer (wrk2's author calls runs under 10-20 s not useful)
+STEADY_WINDOW_S = 30.0
+SHORT_WINDOWS = "windows shorter than 30 s"
+
+
 def words(cell: Cell) -> str:
-    """The matrix's words for ``cell``'s verdict (see the module docstring)."""
+    """The matrix's words for ``cell``'s verdict (see the module docstring); a verdict drawn from
+    windows shorter than ``STEADY_WINDOW_S`` is shown as indicative only, never as a decision."""
+    said = rule_words(cell)
+    if cell.window_s is not None and cell.window_s >= STEADY_WINDOW_S or said.startswith(NOT_DECIDED):
+        return said
+    window = ("a sweep's short windows (2–4 s in the committed profiles)" if cell.window_s is None
+              else f"{cell.window_s:g}-s windows")
+    return f"{NOT_DECIDED}: {window}, not the ≥ 30-s steady windows a cell is decided on (indicative: {said})"
+
+
+INDICATIVE = re.compile(r"\(indicative: (.*)\)$")
+
+
+def indicative(verdict: str) -> str | None:
+    """The verdict a cell's words say it would have had, where only its windows' length kept it
+    undecided (``words``); None for any other verdict."""
+    found = INDICATIVE.search(str(verdict))
+    return found.group(1) if found else None
+
+
+def rule_words(cell: Cell) -> str:
+    """The rule's words for ``cell`` before the window's length is weighed."""
     verdict = cell.verdict
     if cell.unjudged:
         return f"{NOT_DECIDED}: {cell.unjudged}"
@@ -87,56 +114,74 @@ def words(cell: Cell) -> str:
         return cell.outcome
     if verdict is None:
         return f"{NOT_DECIDED}: {cell.missing or 'a side was not measured'}"
-    if verdict.klass in (NOT_BY_HARNESS, NOT_COMPARABLE):
-        return f"{NOT_DECIDED}: {verdict.why}"
     if verdict.winner == cell.dedicated.system:
         return DEDICATED_WINS
     if verdict.winner == cell.postgres.system:
         return POSTGRES_AHEAD
-    if (ahead := ahead_in_every_run(cell, verdict)) is not None:
-        return f"{NOT_DECIDED}: {ahead} ahead in every run, but its worst case is inside the tie band"
-    return POSTGRES_MEETS if cell.postgres_meets else NO_DIFFERENCE
+    if verdict.tie:  # decided by rate with the runs overlapping: the only "no measurable difference"
+        return POSTGRES_MEETS if cell.postgres_meets else NO_DIFFERENCE
+    return f"{NOT_DECIDED}: {verdict.why}"
 
 
-def ahead_in_every_run(cell: Cell, verdict: Verdict) -> str | None:
-    """The side whose figure beat the other's in every pairing of runs although the worst pairing
-    is within the tie band: neither a win nor a tie ("no measurable difference" would hide it)."""
-    if verdict.spread is None:
-        return None
-    low, high = verdict.spread
-    if low > 1:
-        return cell.postgres.system
-    if high < 1:
-        return cell.dedicated.system
-    return None
+@dataclass(frozen=True)
+class TargetRuns:
+    """One side's runs against a latency target: how many met it, of how many, and their lowest
+    and highest p99 (ms)."""
+
+    met: int
+    runs: int
+    low: float
+    high: float
 
 
 def target_outcome(postgres_meets: bool, dedicated_meets: bool, postgres: Side | None = None,
-                   dedicated: Side | None = None) -> str:
+                   dedicated: Side | None = None, runs: tuple[TargetRuns, TargetRuns] | None = None,
+                   dedicated_name: str = "the dedicated system") -> str:
     """A latency-target cell where both sides were sustained: meeting the p99 target holds even
-    when the client was the limit (latency runs from the intended send time, so a slow client can
+    when the load was the limit (latency runs from the intended send time, so a slow client can
     only add latency), so the target decides, not the rate. A miss is the server's only when the
-    client was not the limit: a side that missed while client-bound (or on a box its client
-    saturated) leaves the cell undecided."""
+    server, or neither side, set the limit: a side that missed with its load as the limit, or
+    with the limit not recorded, leaves the cell undecided. ``runs`` (Postgres's, the dedicated
+    system's) word a cell both sides meet: never "no measurable difference" when one side's p99
+    was lower in every run."""
     for side, meets in ((postgres, postgres_meets), (dedicated, dedicated_meets)):
-        if side is not None and not meets and (side.client_bound or side.box_saturated):
-            return (f"{NOT_DECIDED}: {side.system} missed the target with its client as the limit "
-                    "(a slow client adds latency; the miss may not be the server's)")
+        if side is not None and not meets and side.limit not in (SERVER, NEITHER):
+            why = "with its load as the limit" if side.floor else "and which side set the limit was not recorded"
+            return f"{NOT_DECIDED}: {side.system} missed the target {why} (the miss may not be the server's)"
+    if postgres_meets and dedicated_meets:
+        return _both_meet(runs, dedicated_name)
     if postgres_meets:
-        return POSTGRES_MEETS if dedicated_meets else POSTGRES_AHEAD
+        return POSTGRES_AHEAD
     return DEDICATED_WINS if dedicated_meets else NEITHER_MEETS
 
 
+def _both_meet(runs: tuple[TargetRuns, TargetRuns] | None, dedicated_name: str) -> str:
+    """Both sides meet the target: Postgres suffices, and the p99s overlap or one is lower in every run."""
+    if runs is None:
+        return POSTGRES_MEETS
+    pg, ded = runs
+    if ded.high < pg.low:
+        lower, first, second = f"{dedicated_name}'s", ded, pg
+    elif pg.high < ded.low:
+        lower, first, second = "Postgres's", pg, ded
+    else:
+        return POSTGRES_MEETS
+    return (f"Postgres suffices (meets the target in {pg.met} of {pg.runs} runs; {lower} p99 lower in every run: "
+            f"{first.low:,.1f}–{first.high:,.1f} vs {second.low:,.1f}–{second.high:,.1f} ms)")
+
+
 def margin(cell: Cell) -> str:
-    """The deciding ratio, as "<who> ×r" (r ≥ 1), and what it is a ratio of."""
+    """The deciding ratio, as "<who> ×r" (r ≥ 1), and what it is a ratio of; a floor's decision
+    reads "≥": its worst run over the other's best, and the floor's true rate may be higher."""
+    if cell.outcome:  # decided on meeting the target: the figures say k of n runs, no ratio decided it
+        return "—" if cell.outcome.startswith(NOT_DECIDED) else "the target decides (runs within it: see the figures)"
     verdict = cell.verdict
     if verdict is None or verdict.ratio is None:
         return "—"
-    if cell.outcome:  # decided on meeting the target: the figures say k of n runs, no ratio decided it
-        return "the target decides (runs within it: see the figures)"
-    basis = "server CPU per op" if verdict.klass.endswith("per operation") else "figure"
     ahead, ratio = ("Postgres", verdict.ratio) if verdict.ratio >= 1 else ("dedicated", 1 / verdict.ratio)
-    return f"{ahead} ×{ratio:.2f} ({basis})"
+    if verdict.klass == BY_FLOOR:
+        return f"{ahead} ≥ ×{ratio:.2f} (floor's worst run over the other's best)"
+    return f"{ahead} ×{ratio:.2f} (figure)"
 
 
 def ratio_range(a_low: float, a_high: float, b_low: float, b_high: float) -> str:
@@ -146,13 +191,16 @@ def ratio_range(a_low: float, a_high: float, b_low: float, b_high: float) -> str
     return f"Postgres/dedicated ×{a_low / b_high:.2f}–×{a_high / b_low:.2f} over the runs' range"
 
 
-def _spread(verdict: Verdict | None) -> str:
-    """The deciding ratio's spread over the runs, as Postgres/dedicated (the one the rule judged)."""
-    if verdict is None or verdict.spread is None:
+def _spread(cell: Cell, verdict: Verdict | None) -> str:
+    """The deciding ratio's spread over the runs, as Postgres/dedicated (the one the rule judged);
+    after a floor's decision, only the bound the floor leaves (its best case is unbounded)."""
+    if verdict is None or verdict.spread is None or cell.outcome:
         return ""
-    basis = "server CPU per op" if verdict.klass == BY_SERVER_CPU else "figure"
     low, high = verdict.spread
-    return f"Postgres/dedicated ×{low:.2f}–×{high:.2f} ({basis}) over the runs' range"
+    if verdict.klass == BY_FLOOR:
+        bound = f"≤ ×{high:.2f}" if verdict.winner == cell.dedicated.system else f"≥ ×{low:.2f}"
+        return f"Postgres/dedicated {bound} (figure; the winner's a floor) over the runs' range"
+    return f"Postgres/dedicated ×{low:.2f}–×{high:.2f} (figure) over the runs' range"
 
 
 def usable(table: pd.DataFrame | None, *columns: str) -> bool:
@@ -166,6 +214,11 @@ def _figure(side: Side | None, unit: str) -> str:
     return f"{side.value:,.0f} {unit}".strip()
 
 
+def _floor_mark(side: Side | None, figure: str, unit: str) -> str:
+    """A rate figure (the cell has a unit) its load limited is a floor: "≥ x"."""
+    return f"≥ {figure}" if unit and side is not None and side.floor and figure != "—" else figure
+
+
 def _cpu(side: Side | None) -> str:
     if side is None or side.server_cpu_us_per_op is None or pd.isna(side.server_cpu_us_per_op):
         return "—"
@@ -176,17 +229,22 @@ def row(cell: Cell) -> dict[str, str]:
     """One row of the matrix."""
     verdict = cell.verdict
     figures = cell.figures or (_figure(cell.postgres, cell.unit), _figure(cell.dedicated, cell.unit))
+    figures = tuple(_floor_mark(side, figure, cell.unit) for side, figure in zip((cell.postgres, cell.dedicated),
+                                                                                  figures, strict=True))
     return {"workload": cell.workload, "machine": cell.machine, "scale": cell.scale, "target": cell.target,
             "verdict": words(cell), "class": _klass(cell, verdict),
             "postgres": cell.postgres.system if cell.postgres else "—", "postgres_figure": figures[0],
             "dedicated": cell.dedicated.system if cell.dedicated else "—", "dedicated_figure": figures[1],
-            "margin": margin(cell), "spread": _spread(verdict) or cell.spread or "—",
+            "margin": margin(cell), "spread": _spread(cell, verdict) or cell.spread or "—",
             "postgres_server_cpu_us_per_op": _cpu(cell.postgres),
             "dedicated_server_cpu_us_per_op": _cpu(cell.dedicated), "table": cell.path or cell.table}
 
 
 def _klass(cell: Cell, verdict: Verdict | None) -> str:
-    """What decided the cell: the rule's class, or the latency target (k of n runs within it)."""
+    """What decided the cell: the rule's class, or the latency target (k of n runs within it);
+    neither when its windows were too short to decide (the verdict says what they indicate)."""
+    if words(cell) != rule_words(cell):  # only the windows' length kept it from deciding
+        return f"not decided: {SHORT_WINDOWS}"
     if cell.outcome:
         return "—" if cell.outcome.startswith(NOT_DECIDED) else "meeting the target (k of n runs)"
     return verdict.klass if verdict else "—"

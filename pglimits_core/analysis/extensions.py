@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pglimits_core.analysis.decision import committed_cells, matrix_table
+from pglimits_core.analysis.decision import committed_cells, indicative, matrix_table
 
 NAME = "decision-matrix-extensions"
 KEY = ["workload", "scale", "target"]
@@ -26,9 +26,17 @@ def compared(stock: pd.DataFrame, extended: pd.DataFrame) -> pd.DataFrame:
     table = both.rename(columns={"verdict_stock": "stock_verdict", "verdict_ext": "with_extensions_verdict",
                                  "postgres_stock": "stock_postgres", "postgres_ext": "with_extensions_postgres",
                                  "margin_stock": "stock_margin", "margin_ext": "with_extensions_margin"})
-    # a verdict is its words before the reason ("not decided here: why" is one verdict, whatever why)
-    verdict = lambda column: table[column].astype(str).str.split(":").str[0]  # noqa: E731
-    return table.assign(changed=verdict("stock_verdict") != verdict("with_extensions_verdict"))
+    return table.assign(changed=table.stock_verdict.map(verdict_key) != table.with_extensions_verdict.map(verdict_key))
+
+
+def verdict_key(text: str) -> str:
+    """A verdict as one value: its words before the reason ("not decided here: why" is one
+    verdict, whatever why), and for a cell only its windows kept undecided, what they indicate
+    ("indicative: dedicated wins"), so a change the short windows hide still counts as one."""
+    text = str(text)
+    if (found := indicative(text)) is not None:
+        return f"indicative: {found.split(':')[0]}"
+    return text.split(":")[0]
 
 
 def sentence(table: pd.DataFrame) -> str:
@@ -41,8 +49,8 @@ def sentence(table: pd.DataFrame) -> str:
         changed = rows[rows.changed]
         said = f"{workload} {len(changed)} of {len(rows)} verdicts change"
         if not changed.empty:
-            said += " (" + "; ".join(f"{r.scale}, {r.target}: {r.stock_verdict.split(':')[0]} → "
-                                     f"{r.with_extensions_verdict.split(':')[0]}, {r.with_extensions_postgres}"
+            said += " (" + "; ".join(f"{r.scale}, {r.target}: {verdict_key(r.stock_verdict)} → "
+                                     f"{verdict_key(r.with_extensions_verdict)}, {r.with_extensions_postgres}"
                                      for r in changed.itertuples()) + ")"
         parts.append(said)
     return f"With the PostgreSQL 17 extensions among Postgres's designs: {'; '.join(parts)}."

@@ -206,9 +206,12 @@ SEED_INTRO = ("The source documents ran on other hardware, so their absolute num
 
 
 DECISION_INTRO = ("Each cell faces the best Postgres design with the dedicated system and is judged by one rule "
-                  "(<code>analysis/verdict.py</code>): who set the limit, and a tie band of ×1.25. A "
-                  "client-bound or undecided side never wins; such a cell reads <i>not decided here</i>, with "
-                  "why. The rules are in <code>docs/METHODOLOGY.md</code> (\"How a cell is decided\").")
+                  "on rate (<code>analysis/verdict.py</code>): which side set the limit (the server, the load — "
+                  "then the figure is a floor, ≥ — or neither), and a tie band of ×1.25 over the runs' ranges. "
+                  "A floor wins only when its worst run beats the other side's best beyond the band; server CPU "
+                  "per operation is shown beside a cell, never decides it. An undecided cell reads <i>not "
+                  "decided here</i>, with why. The rules are in <code>docs/METHODOLOGY.md</code> (\"How a cell "
+                  "is decided\").")
 
 
 def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from pglimits_core.analysis.verdict import combined_limit, limit_from_record
 from pglimits_core.samplers.classify import FOREIGN_CPU_PCT, measured_rows
 
 
@@ -50,7 +51,7 @@ def trusted(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 #: client + server CPU at or above this share of the box's cores: the two saturated the machine
-#: together, so the harness's client took cores its server could have used (analysis.verdict)
+#: together (a table's marker; which side set the limit is each run's own ``limit``)
 SATURATED_SHARE = 0.85
 
 
@@ -65,6 +66,17 @@ def box_saturated(runs: pd.DataFrame) -> bool | None:
     if both.empty or cores.empty:
         return None
     return bool(both.median() >= SATURATED_SHARE * 100 * float(cores.median()))
+
+
+def run_limits(runs: pd.DataFrame) -> list[str | None]:
+    """Each run's limit (``verdict.limit_from_record``: a frame without the ``limit`` column —
+    one built by hand, or by older code — maps each run's old client-bound verdict)."""
+    return [limit_from_record(row) for _, row in runs.iterrows()]
+
+
+def runs_limit(runs: pd.DataFrame) -> str | None:
+    """The limit of the figure these runs give together (``verdict.combined_limit``)."""
+    return combined_limit(run_limits(runs))
 
 
 def flag(value: Any) -> bool:
@@ -98,6 +110,7 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             "variant": params.get("variant"), **knobs,
             "client_bound": manifest.get("client_bound"),
             "client_bound_reason": manifest.get("client_bound_reason"),
+            "limit": limit_from_record(manifest),  # which side set the limit (``analysis.verdict``)
             "client_cpu_pct": cpu.get("client_cpu_pct_median"),
             "server_cpu_pct": cpu.get("server_cpu_pct_median"),
             "harness_cpu_pct": cpu.get("harness_cpu_pct_median"),  # None in records before it was sampled

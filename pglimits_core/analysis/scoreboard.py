@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from pglimits_core.analysis.decision import indicative  # noqa: E402
 from pglimits_core.plotting.figures import GREY, POSTGRES, save_figure  # noqa: E402
 
 NAME = "decision-scoreboard"
@@ -53,9 +54,12 @@ def tile_words(text: str) -> str:
 
 
 def _tile(ax, x: float, y: float, cell: pd.Series) -> None:
-    _, colour = family(str(cell["verdict"]))
-    ax.add_patch(plt.Rectangle((x, y), 0.95, 0.9, facecolor=colour, edgecolor=GREY, linewidth=0.6))
-    dark = colour in (POSTGRES, "#c55a11")
+    would = indicative(str(cell["verdict"]))
+    _, colour = family(would or str(cell["verdict"]))
+    # an indicative verdict (short windows) is the pale, hatched version of its colour: seen, not decided
+    ax.add_patch(plt.Rectangle((x, y), 0.95, 0.9, facecolor=colour, edgecolor=GREY, linewidth=0.6,
+                               alpha=0.35 if would else 1.0, hatch="///" if would else None))
+    dark = colour in (POSTGRES, "#c55a11") and not would
     target = tile_words(cell["target"])
     label = textwrap.fill(f"{tile_words(cell['scale'])} · {'flat out' if target == 'none' else target}", 26)
     ax.text(x + 0.475, y + 0.45, label, ha="center", va="center", fontsize=5.5,
@@ -74,8 +78,10 @@ def draw(table: pd.DataFrame) -> plt.Figure:
     ax.set_ylim(-0.2, len(rows))
     ax.axis("off")
     handles = [plt.Rectangle((0, 0), 1, 1, facecolor=colour, edgecolor=GREY) for _, _, colour in FAMILIES]
-    ax.legend(handles, [label for _, label, _ in FAMILIES], loc="upper center", bbox_to_anchor=(0.5, 0.0),
-              ncol=len(FAMILIES), fontsize=7, frameon=False)
+    handles.append(plt.Rectangle((0, 0), 1, 1, facecolor=GREY, edgecolor=GREY, alpha=0.35, hatch="///"))
+    labels = [label for _, label, _ in FAMILIES] + ["hatched: indicative only (windows < 30 s)"]
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+              ncol=3, fontsize=7, frameon=False)
     ax.set_title("Where one Postgres suffices: every cell of the decision matrix", fontsize=10)
     return fig
 

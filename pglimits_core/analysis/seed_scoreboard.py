@@ -7,7 +7,7 @@ report's ``report-seed-comparison`` table (each workload's ``seed_comparison``) 
 the words of the one agreement rule (``analysis.seed.verdict``): a verdict that starts with
 "agree", "same direction" or "differ" is that class, anything else (inconclusive, not
 comparable, not measured) is not decided here — no second rule; so is a row whose verdict class
-(``analysis.verdict.decide``) says the harness could not decide its ratio.
+(``analysis.verdict.decide``) says its ratio is no measurement of the systems.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from pglimits_core.analysis.verdict import NOT_MEASURED  # noqa: E402
 from pglimits_core.plotting.figures import GREY, POSTGRES  # noqa: E402
 
 NAME = "seed-scoreboard"
@@ -38,9 +39,9 @@ LINE_CHARS = 104
 
 
 #: the verdict classes of ``analysis.verdict.decide`` under which our ratio is not a measurement
-#: of the servers (a side set by its client with no server-side figure, or a rate this box cannot
-#: reach): such a row's ratio is context, so it is not decided here, whatever its direction
-UNDECIDED_CLASSES = ("not decided by the harness", "not comparable")
+#: of the servers (a side its load limited, a limit not recorded, a rate this box cannot reach):
+#: such a row's ratio is context, so it is not decided here, whatever its direction
+UNDECIDED_CLASSES = NOT_MEASURED
 CLASS_COLUMN = "verdict class"
 
 

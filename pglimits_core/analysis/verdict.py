@@ -1,38 +1,58 @@
-"""Who set the limit: the one rule every head-to-head comparison is judged by.
+"""Who set the limit: the one rule every head-to-head comparison is judged by, on rate only.
 
-On a 2-core box the load generator shares the cores with the server it measures, so a ratio
-between two systems is only a claim about the systems when the servers, not the clients, set
-both sides. Every comparison gets one class:
+On a 2-core box the load generator shares the machine with the server it measures, so a figure
+is only a claim about a system when we know what stopped it going faster. Each side says so in
+its ``limit``:
 
-- ``decided at the server``: both sides are server-bound (the client was not the limit) or were
-  driven by the system's own C load tool (pgbench, redis-benchmark, an HTTP tool) without being
-  client-bound; the rate ratio is a claim about the servers.
-  A harness side on a box its client and server saturated together is not server-set: the
-  client took cores the server could have used (a C tool's client is light; its CPU is recorded).
-- ``decided by server CPU per operation``: a side was client-bound, but both sides have the
-  server's own CPU per operation; that ratio compares the engines' cost even when the clients
-  capped the rate.
-- ``not decided by the harness``: a side was client-bound (or its CPU split is not trusted) and no
-  server-side figure decides it.
-- ``not comparable here``: a side cannot reach the compared rate on this box at all, even with
-  nothing else running (so "differ" would describe the box, not the systems).
+- ``server``: the server's CPU was saturated: the figure is a ceiling on this box;
+- ``load``: the load generator's CPU was saturated, or the client was the limit: the figure is a
+  floor ("≥ x"), the server could have done more;
+- ``neither``: neither was saturated: the figure is what the system did at that load (a latency
+  target, locks, the disk set it);
+- None: not recorded, or the records cannot tell.
 
-A ratio within ``TIE_BAND`` of 1 is a tie: "no measurable difference". Where the sides carry
-their runs' lowest and highest figures (``value_range``/``cpu_range``), the deciding ratio's spread
-runs from the worst case to the best, and a side wins only when the whole spread clears the band.
-A server-CPU comparison without per-run CPU figures names no winner: its worst case is unknown.
+``decide`` applies these rules in order, and every comparison gets the class of the first that
+applies:
+
+1. a side that cannot reach the compared rate on this box at all: ``not comparable here``;
+2. a side whose limit is None: ``not decided: limit not recorded``;
+3. both sides floors: ``not decided: load-limited`` (≥ a against ≥ b says nothing);
+4. one floor against a non-floor: the floor wins only when its worst run is above the other's
+   best run by the tie band (``decided by a floor above a ceiling``); otherwise the load could not
+   show whether the floor passes the other side: ``not decided: load-limited``;
+5. neither a floor: the rate ratio and its spread over the runs, worst case to best
+   (``decided by rate``). A winner only when the worst case clears ``TIE_BAND``; "no measurable
+   difference" only when the two sides' run ranges overlap. A side ahead in every run but inside
+   the band is ``not decided: inside the tie band``; without per-run ranges neither a winner nor a
+   tie can be shown: ``not decided: run ranges not recorded``.
+
+Server CPU per operation is never a rule here: it comes from one or two one-second samples per
+run, too few to decide a cell on. A side carries it only so that it is printed beside the cell.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-AT_SERVER = "decided at the server"
-BY_SERVER_CPU = "decided by server CPU per operation"
-NOT_BY_HARNESS = "not decided by the harness"
+SERVER, LOAD, NEITHER = "server", "load", "neither"
+LIMITS = (SERVER, LOAD, NEITHER)
+
+BY_RATE = "decided by rate"
+BY_FLOOR = "decided by a floor above a ceiling"
+INSIDE_BAND = "not decided: inside the tie band"
+NO_RANGE = "not decided: run ranges not recorded"
+LOAD_LIMITED = "not decided: load-limited"
+NOT_RECORDED = "not decided: limit not recorded"
+NO_RATE = "not decided: no rate to compare"
 NOT_COMPARABLE = "not comparable here"
-CLASSES = (AT_SERVER, BY_SERVER_CPU, NOT_BY_HARNESS, NOT_COMPARABLE)
-HARNESS = "harness"
+CLASSES = (BY_RATE, BY_FLOOR, INSIDE_BAND, NO_RANGE, LOAD_LIMITED, NOT_RECORDED, NO_RATE, NOT_COMPARABLE)
+DECIDED = (BY_RATE, BY_FLOOR)
+#: the classes under which the rate ratio is no measurement of the two systems (a floor, a limit
+#: not recorded, no rate, a rate out of reach); inside the band or without ranges it still is one
+NOT_MEASURED = (LOAD_LIMITED, NOT_RECORDED, NO_RATE, NOT_COMPARABLE)
 # Two figures closer than this factor are a tie on this box: repetitions on shared 2-vCPU
 # machines spread by 10-20 % between runs, so a smaller margin is not evidence of a difference.
 TIE_BAND = 1.25
@@ -41,65 +61,97 @@ TIE_BAND = 1.25
 @dataclass(frozen=True)
 class Side:
     """One system's figure in a comparison. ``value`` is higher-is-better (ops/s; pass 1/latency
-    for a latency) and ``tool`` says what drove it ("harness" or the C tool's name)."""
+    for a latency), ``value_range`` its runs' lowest and highest, ``limit`` what stopped it (see
+    the module). ``server_cpu_us_per_op`` is printed beside a cell, never read by ``decide``."""
 
     system: str
     value: float | None
-    tool: str = HARNESS
-    client_bound: bool | None = None  # None: no verdict (not recorded, or the CPU split untrusted)
-    server_cpu_us_per_op: float | None = None
+    limit: str | None = None
+    value_range: tuple[float, float] | None = None
     reaches_rate: bool = True  # False: the compared rate is out of its reach on this box at all
-    value_range: tuple[float, float] | None = None  # the runs' lowest and highest ``value``
-    cpu_range: tuple[float, float] | None = None  # the runs' lowest and highest server µs per op
-    # the harness's client and the server together used (nearly) every core: the server ran short
-    # of CPU the client took, so its rate describes the shared box, not the server
-    box_saturated: bool = False
+    server_cpu_us_per_op: float | None = None
 
     @property
-    def server_side(self) -> bool:
-        """The server, not the client, set this figure: known not client-bound, or a C tool's
-        figure with no client-bound verdict against it."""
-        if self.tool == HARNESS and self.box_saturated:
-            return False
-        if self.client_bound is False:
-            return True
-        return self.tool != HARNESS and self.client_bound is None
+    def floor(self) -> bool:
+        return self.limit == LOAD
 
 
 @dataclass(frozen=True)
 class Verdict:
     klass: str
-    ratio: float | None  # a / b of the deciding figure (rate, or server CPU efficiency)
-    winner: str | None  # the system ahead by more than the tie band; None for a tie or undecided
+    ratio: float | None  # a / b of the rate (for a floor decision: its worst case); None undecided
+    winner: str | None  # the side ahead beyond the tie band in every run; None otherwise
     why: str
-    spread: tuple[float, float] | None = None  # the deciding ratio's worst and best case over the runs
+    spread: tuple[float, float] | None = None  # a / b from the runs' worst case to their best
+    ahead: str | None = None  # ahead in every run but inside the tie band (``INSIDE_BAND``)
 
     def text(self) -> str:
         return f"{self.klass}: {self.why}"
 
+    @property
+    def tie(self) -> bool:
+        """No measurable difference: decided by rate, with the two sides' run ranges overlapping."""
+        return self.klass == BY_RATE and self.winner is None
+
 
 def decide(a: Side, b: Side, tie_band: float = TIE_BAND) -> Verdict:
-    """The class of the comparison of ``a`` with ``b``, the deciding ratio and the winner."""
+    """The class of the comparison of ``a`` with ``b``, the deciding ratio and the winner
+    (the rules, in order, are the module's)."""
     unreachable = [side.system for side in (a, b) if not side.reaches_rate]
     if unreachable:
         return Verdict(NOT_COMPARABLE, None, None,
                        f"{' and '.join(unreachable)} cannot reach the compared rate on this box")
-    if a.server_side and b.server_side and a.value and b.value:
-        ratio, spread = a.value / b.value, _rate_spread(a, b)
-        return Verdict(AT_SERVER, ratio, _winner(a, b, ratio, tie_band, spread), "both sides set by the server",
-                       spread)
-    if a.server_cpu_us_per_op and b.server_cpu_us_per_op:
-        # fewer server microseconds per operation is better: efficiency ratio a/b
-        ratio, spread = b.server_cpu_us_per_op / a.server_cpu_us_per_op, _cpu_spread(a, b)
-        cpu = f"server CPU per operation {a.server_cpu_us_per_op:,.0f} vs {b.server_cpu_us_per_op:,.0f} µs"
-        if spread is None:
-            return Verdict(NOT_BY_HARNESS, None, None,
-                           f"{cpu}, but no per-run CPU figures show the worst case clears the tie band")
-        return Verdict(BY_SERVER_CPU, ratio, _winner(a, b, ratio, tie_band, spread), cpu, spread)
-    limited = [side.system for side in (a, b) if not side.server_side]
-    return Verdict(NOT_BY_HARNESS, None, None,
-                   f"{' and '.join(limited)} client-bound, on a box the client saturated, or not judged; "
-                   "no server-side figure decides it")
+    if not (a.value and b.value):
+        missing = [side.system for side in (a, b) if not side.value]
+        return Verdict(NO_RATE, None, None, f"{' and '.join(missing)}: no rate measured to compare")
+    unknown = [side.system for side in (a, b) if side.limit not in LIMITS]
+    if unknown:
+        return Verdict(NOT_RECORDED, None, None,
+                       f"{' and '.join(unknown)}: which side set the limit was not recorded")
+    if a.floor and b.floor:
+        return Verdict(LOAD_LIMITED, None, None, "both sides were limited by their load generators: "
+                       f"≥ {a.value:,.0f} vs ≥ {b.value:,.0f}")
+    if a.floor or b.floor:
+        return _floor_against(a, b, tie_band)
+    return _by_rate(a, b, tie_band)
+
+
+def _floor_against(a: Side, b: Side, tie_band: float) -> Verdict:
+    """One floor F against a non-floor N: F's true rate is at least its figure, so F wins when
+    even its worst run is above N's best by the band; below or near N it could pass N or not."""
+    floor, other = (a, b) if a.floor else (b, a)
+    spread = _rate_spread(a, b)
+    # a median inside the band can have no worst run above the band: no range is needed to say so
+    if spread is None and floor.value >= tie_band * other.value:
+        return Verdict(NO_RANGE, None, None, f"{floor.system}'s load limited it at ≥ {floor.value:,.0f}; "
+                       "without the runs' ranges its worst run against the other's best is unknown")
+    if spread is not None and floor.value_range[0] >= tie_band * other.value_range[1]:
+        worst, best = floor.value_range[0], other.value_range[1]
+        return Verdict(BY_FLOOR, worst / best if floor is a else best / worst, floor.system,
+                       f"{floor.system}'s worst run ≥ {worst:,.0f} against {other.system}'s best {best:,.0f} "
+                       f"(×{worst / best:.2f}): a floor above a ceiling decides", spread)
+    where = "below" if floor.value < other.value else "near"
+    return Verdict(LOAD_LIMITED, None, None,
+                   f"{floor.system}'s load limited it at ≥ {floor.value:,.0f}, {where} {other.system}'s "
+                   f"{other.value:,.0f}: the load could not show whether {floor.system} passes it")
+
+
+def _by_rate(a: Side, b: Side, tie_band: float) -> Verdict:
+    """Neither a floor: the rate ratio, judged on its spread over the runs."""
+    ratio, spread = a.value / b.value, _rate_spread(a, b)
+    if spread is None:
+        return Verdict(NO_RANGE, None, None, f"rate {a.value:,.0f} vs {b.value:,.0f}, but the runs' ranges "
+                       "were not recorded: the spread, and so a winner or a tie, is unknown")
+    low, high = spread
+    ranges = f"runs {_range_text(a)} vs {_range_text(b)}"
+    if low >= tie_band or high <= 1 / tie_band:
+        winner = a.system if low >= tie_band else b.system
+        return Verdict(BY_RATE, ratio, winner, f"ahead beyond the tie band in every run: {ranges}", spread)
+    if low <= 1 <= high:
+        return Verdict(BY_RATE, ratio, None, f"no measurable difference: the runs overlap ({ranges})", spread)
+    ahead = a.system if low > 1 else b.system
+    return Verdict(INSIDE_BAND, ratio, None, f"{ahead} ahead in every run, but inside the tie band ({ranges})",
+                   spread, ahead=ahead)
 
 
 def _rate_spread(a: Side, b: Side) -> tuple[float, float] | None:
@@ -109,19 +161,81 @@ def _rate_spread(a: Side, b: Side) -> tuple[float, float] | None:
     return a.value_range[0] / b.value_range[1], a.value_range[1] / b.value_range[0]
 
 
-def _cpu_spread(a: Side, b: Side) -> tuple[float, float] | None:
-    """b's CPU over a's (efficiency a/b) from the worst case (a's most µs, b's fewest) to the best."""
-    if not (a.cpu_range and b.cpu_range and a.cpu_range[0] and b.cpu_range[0]):
+def _range_text(side: Side) -> str:
+    low, high = side.value_range
+    return f"{low:,.0f}–{high:,.0f}"
+
+
+# --- which side set the limit, from the records ------------------------------------------------------
+# The per-second classification every record before the ``limit`` field carries
+# (``client_bound``, ``client_bound_reason``), by the start of its reason.
+_OLD_SERVER = ("server-bound",)
+# client and server saturated the shared cores together, the server holding the larger part: the
+# server ran short of CPU its client took (pgbench ran the same statements 1.4-1.6x faster on such
+# rows), so the figure is a floor of what the server does with the cores to itself
+_OLD_SHARED_SATURATED = ("box saturated mostly by the server",)
+_OLD_NEITHER = ("not CPU-bound",)
+_OLD_UNKNOWN = ("cannot tell", "not applicable")
+
+
+def limit_from_record(record: Mapping[str, Any] | Any) -> str | None:
+    """The limit of one run's manifest, or of a table row: the record's own ``limit`` (a
+    manifest's ``{"side": ..., "reason": ...}``, a row's column) where it has one, else the old
+    per-second verdict mapped (client-bound -> "load"; server-bound or a box saturated mostly by
+    the server -> "server"; not CPU-bound or otherwise not client-bound -> "neither"; unknown,
+    "cannot tell" or "not applicable" -> None)."""
+    if "limit" in record:
+        recorded = record["limit"]
+        side = recorded.get("side") if isinstance(recorded, Mapping) else recorded
+        if side in LIMITS or not _shared_cores(record):
+            return side if side in LIMITS else None
+    # a record without the sets' reading, or one whose server and load shared the cores (then the
+    # sets cannot tell): the per-second verdict is all there is
+    return _old_limit(record.get("client_bound"), record.get("client_bound_reason"))
+
+
+def _shared_cores(record: Mapping[str, Any] | Any) -> bool:
+    """Whether server and load shared the cores (a placement that does not say: as if shared,
+    the same default ``samplers.limit`` reads it with)."""
+    placement = record.get("placement")
+    return isinstance(placement, Mapping) and bool(placement.get("client_and_server_share_cores", True))
+
+
+def _old_limit(bound: Any, reason: Any) -> str | None:
+    reason = reason if isinstance(reason, str) else ""
+    if _known(bound) and bool(bound):
+        return LOAD
+    if reason.startswith(_OLD_SHARED_SATURATED):
+        return LOAD
+    if reason.startswith(_OLD_SERVER):
+        return SERVER
+    if reason.startswith(_OLD_NEITHER):
+        return NEITHER
+    if reason.startswith(_OLD_UNKNOWN) or "cannot tell" in reason:
         return None
-    return b.cpu_range[0] / a.cpu_range[1], b.cpu_range[1] / a.cpu_range[0]
+    return NEITHER if _known(bound) else None
 
 
-def _winner(a: Side, b: Side, ratio: float, tie_band: float,
-            spread: tuple[float, float] | None = None) -> str | None:
-    """The side ahead by more than the band; with a spread, only if its worst case is too."""
-    low, high = spread or (ratio, ratio)
-    if ratio >= tie_band and low >= tie_band:
-        return a.system
-    if ratio <= 1 / tie_band and high <= 1 / tie_band:
-        return b.system
-    return None
+def _known(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def combined_limit(limits: Iterable[str | None]) -> str | None:
+    """One limit for the runs behind a figure: a floor if any run's load was the limit (its
+    median may be a floor); unknown if any run's is; a ceiling only if every run's was; else
+    "neither". No runs: None."""
+    found = [limit if limit in LIMITS else None for limit in limits]
+    if LOAD in found:
+        return LOAD
+    if not found or None in found:
+        return None
+    return SERVER if all(limit == SERVER for limit in found) else NEITHER
+
+
+SWEEP = "indicative (a sweep's window)"
+
+
+def sweep_class(klass: str | None) -> str | None:
+    """A per-row class of a sweep's table: the sweeps draw curves on short windows and decide no
+    cell (the capacity experiment's steady windows do), so a decided class there is indicative."""
+    return f"{SWEEP}: {klass}" if klass in DECIDED else klass

@@ -19,6 +19,7 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load.spec import RunSpec, validate_spec
@@ -173,8 +174,10 @@ def _parent_to_follow(spec: RunSpec) -> int | None:
     return None if spec.start_method == "forkserver" else os.getpid()
 
 
-def run_load(spec: RunSpec) -> RunResult:
-    """Run every role of ``spec`` in worker processes and return the merged measurements."""
+def run_load(spec: RunSpec, on_start: Callable[[float], None] | None = None) -> RunResult:
+    """Run every role of ``spec`` in worker processes and return the merged measurements.
+    ``on_start(start_s)`` is told the common start (``time.monotonic()`` seconds) as soon as it
+    is published, before it arrives (the exact CPU window reads its counters from it)."""
     validate_spec(spec)
     check_start_method(spec.start_method)
     context = mp.get_context(spec.start_method)
@@ -192,6 +195,8 @@ def run_load(spec: RunSpec) -> RunResult:
             started.append(process.pid)
             _publish_workers([process.pid], active=True)
         _start_together(spec, collector, control)
+        if on_start is not None and not control.stop.value:
+            on_start(control.start_ns.value / 1e9)
         if not collector.wait(lambda: not collector.pending(), _run_deadline(spec)):
             collector.mark_unfinished("did not finish by the run deadline (stuck in an operation?)")
         collected_s = time.monotonic()  # every worker reported: the load ended by now

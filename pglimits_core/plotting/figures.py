@@ -29,6 +29,8 @@ ENGINE_COLOURS = {
     # Postgres with extensions (PG 17): Postgres's blue family, told apart from stock PG 16
     "pg_search": "#9dc3e6", "pg_textsearch": "#9dc3e6", "pgvectorscale": "#9dc3e6",
     "redis_reliable": REDIS, "redis": REDIS, "sqlite_wal": "#548235", "sqlite": "#548235",
+    # pub/sub: the colour of its server (the capacity chart draws by design label alone)
+    "pg_notify": POSTGRES, "redis_publish": REDIS,
     "opensearch": "#bf9000", "elasticsearch": "#00897b", "qdrant": "#7030a0",
 }
 LINE_STYLES = ["-", "--", "-.", ":"]

@@ -54,6 +54,10 @@ class Manifest(BaseModel):
     git: GitInfo = Field(default_factory=GitInfo)
     harness_ceiling: dict[str, Any] = Field(default_factory=dict)
     cpu: dict[str, Any] = Field(default_factory=dict)
+    #: where the servers and the load ran: the CPU sets, and the affinity each side really had
+    placement: dict[str, Any] = Field(default_factory=dict)
+    #: which side set this point's limit (``samplers.limit``): "server", "load" (a floor), "neither"
+    limit: dict[str, Any] = Field(default_factory=dict)
     client_bound: bool | None = None
     client_bound_reason: str | None = None
     workers: list[dict[str, Any]] = Field(default_factory=list)

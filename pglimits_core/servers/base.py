@@ -51,6 +51,10 @@ class Server(abc.ABC):
     #: True when the engine runs inside the client processes (an embedded database): there is
     #: no server CPU to weigh against the client's, so no client-bound verdict is given.
     engine_in_client: bool = False
+    #: which side of the study's question the server is on: "postgres" (what one Postgres can
+    #: carry) or "dedicated" (the system one would add beside it); tables and verdicts read it here,
+    #: never from a label's first word
+    side: str = "dedicated"
     #: "module:Class" of the no-op operation the harness ceiling runs against it (``calibration``)
     noop_op: str | None = None
     #: what a crash drill SIGKILLs: "server" (its whole process tree) or, for an embedded engine,

@@ -52,6 +52,7 @@ class PostgresServer(ProcessServer):
     """PostgreSQL 16.2 with the tuned settings; ``settings={...}`` overrides single keys."""
 
     name = "postgres"
+    side = "postgres"
     noop_op = "pglimits_core.studies.noop_ops:PostgresNoop"
     recovery_log_pattern = (r"was interrupted|not properly shut down|redo starts|redo done|automatic recovery"
                             r"|end-of-recovery|ready to accept connections")

@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.placement import server_argv
 from pglimits_core.servers.base import Server
 from pglimits_core.servers.ownership import child_env, forget_server, record_server
 
@@ -72,11 +73,12 @@ def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None
     """Start a server process in its own session, stdout+stderr appended to ``log_path``.
 
     ``user`` runs it as that OS user (needs root), exec'd directly so the pid is the server's.
+    Under a split placement it starts on the server CPU set (``placement.server_argv``).
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            server_argv(list(argv)), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=child_env(env), cwd=cwd, start_new_session=True, user=user,
         )
     # recorded before anything uses it, so it is found even if its parent is killed

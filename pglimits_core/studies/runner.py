@@ -26,6 +26,7 @@ from typing import Any
 
 from pglimits_core.load import RunSpec, run_load
 from pglimits_core.load.driver import active_worker_pids
+from pglimits_core.placement import in_force
 from pglimits_core.record.manifest import new_manifest, utc_now_iso
 from pglimits_core.record.results import measured_window
 from pglimits_core.record.rundir import RunDirectory, atomic_write_bytes, new_run_id
@@ -34,6 +35,7 @@ from pglimits_core.samplers import HostSampler, SamplerSet
 from pglimits_core.samplers.classify import cpu_sum_error, host_frame_verdict, window_verdict
 from pglimits_core.servers.base import Endpoint
 from pglimits_core.servers.registry import server_class
+from pglimits_core.studies import window_cpu
 from pglimits_core.studies.timing import stopwatch
 
 
@@ -49,6 +51,8 @@ class Context:
     ceiling_s: float = 1.5  # how long each harness ceiling runs (the profile's harness_ceiling_s)
     done: Any = None  # a resume.DoneRuns when resuming: complete records reused, not re-measured
     servers: dict[str, Any] = field(default_factory=dict)  # the started Server objects, by name
+    #: where the servers and the load run (``placement.Placement.describe()``); every record says it
+    placement: dict[str, Any] = field(default_factory=lambda: in_force().describe())
 
     def describe_now(self, server: str) -> dict[str, Any]:
         """The server's description as it runs *now*: a variant may change runtime settings
@@ -82,7 +86,7 @@ def open_record(ctx: Context, study: str, system: str, server: str, name: str, p
     manifest = new_manifest(new_run_id(study, system, name), study, system, name, seed=seed,
                             params=params, servers={server: description}, host=ctx.host,
                             tuning_ledger=description.get("settings", {}).get("tuning_ledger", []),
-                            harness_ceiling=ctx.ceilings.get(server, {}))
+                            harness_ceiling=ctx.ceilings.get(server, {}), placement=ctx.placement)
     return RunDirectory.create(manifest, ctx.runs_root)
 
 
@@ -104,15 +108,18 @@ def run_recorded(ctx: Context, study: str, system: str, variant: str, server: st
         new_run_id(study, system, variant), study, system, variant, seed=spec.seed,
         params={**params, "spec": spec.describe()}, servers={server: description},
         tuning_ledger=description.get("settings", {}).get("tuning_ledger", []),
-        host=ctx.host, harness_ceiling=ctx.ceilings.get(server, {}))
+        host=ctx.host, harness_ceiling=ctx.ceilings.get(server, {}), placement=ctx.placement)
+    endpoint = ctx.endpoints[server]
+    exact, on_start = window_cpu.for_harness(ctx.placement, lambda: endpoint.pids, active_worker_pids, spec)
     with RunDirectory.create(manifest, ctx.runs_root) as run_dir:
-        with SamplerSet(samplers_for(server, ctx.endpoints[server], tables)) as samplers, stopwatch() as loaded:
-            result = run_load(spec)
+        with SamplerSet(samplers_for(server, endpoint, tables)) as samplers, stopwatch() as loaded:
+            result = run_load(spec, on_start=on_start)
         frame = samplers.dataframe()
         extra = after(result) if after else {}
         summary = run_dir.write_result(result)
         workers = sum(role.workers for role in spec.roles)
         verdict = cpu_verdict(server, frame, workers, on_sampler_clock(result.window_monotonic_s, samplers))
+        verdict |= window_cpu.manifest_update(verdict["cpu"], exact.evidence(server))
         update = {**verdict, "params": {**run_dir.manifest.params, "outcome": extra}}
         run_dir.manifest = run_dir.manifest.model_copy(update=update)
         _write_samplers(run_dir.path, frame)
@@ -136,27 +143,32 @@ def run_tool_recorded(ctx: Context, study: str, system: str, variant: str, serve
         new_run_id(study, system, variant), study, system, variant, seed=seed,
         params={**params, **load.describe()}, servers={server: description},
         tuning_ledger=description.get("settings", {}).get("tuning_ledger", []), host=ctx.host,
-        harness_ceiling=ctx.ceilings.get(server, {}),
+        harness_ceiling=ctx.ceilings.get(server, {}), placement=ctx.placement,
         client_versions={**client_library_versions(), load.tool: load.version})
     with RunDirectory.create(manifest, ctx.runs_root) as run_dir, \
             tempfile.TemporaryDirectory(prefix=f"{load.tool}-") as scratch:
         process = ToolProcess(Path(scratch))
         spans = time_commands(process)
-        with SamplerSet(samplers_for(server, ctx.endpoints[server], tables, process.pids)) as samplers, \
+        endpoint = ctx.endpoints[server]
+        exact = window_cpu.for_tool(ctx.placement, lambda: endpoint.pids, process, load)
+        with SamplerSet(samplers_for(server, endpoint, tables, process.pids)) as samplers, \
                 stopwatch() as loaded:
             result = load.run(process)
         extra = after(result) if after else {}
         window = on_sampler_clock(tool_window(result.phases, spans), samplers)
-        recorded = _finish_tool_run(run_dir, server, samplers.dataframe(), result, extra, load.client_cores, window)
+        recorded = _finish_tool_run(run_dir, server, samplers.dataframe(), result, extra, load.client_cores, window,
+                                    exact.evidence(server))
         recorded.load_s = loaded["s"]
         return recorded
 
 
 def _finish_tool_run(run_dir: RunDirectory, server: str, frame: Any, result: Any, extra: dict[str, Any],
-                     client_cores: int, window_t_s: tuple[float, float] | None) -> RecordedRun:
+                     client_cores: int, window_t_s: tuple[float, float] | None,
+                     evidence: dict[str, Any]) -> RecordedRun:
     """Summary, verdict, samplers and status of a tool run; ``extra`` may fail it (``error``)."""
     summary = run_dir.write_result(result)
     verdict = unseen_client(cpu_verdict(server, frame, client_cores, window_t_s))
+    verdict |= window_cpu.manifest_update(verdict["cpu"], evidence)
     update = {**verdict, "params": {**run_dir.manifest.params, "outcome": extra}}
     run_dir.manifest = run_dir.manifest.model_copy(update=update)
     _write_samplers(run_dir.path, frame)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pglimits_core.config import state_dir
+from pglimits_core.placement import pin_tree, server_cpus_now
 from pglimits_core.servers.fleet import Fleet, running_endpoints
 from pglimits_core.servers.registry import server_class
 
@@ -39,7 +40,10 @@ def study_servers(names: list[str], fresh_data: bool = True, external: dict[str,
     external = {name: url for name, url in (external or {}).items() if name in names}
     running = running_endpoints()
     if all(name in running for name in names):
-        yield AttachedFleet({name: running[name] for name in names})
+        attached = {name: running[name] for name in names}
+        if (cpus := server_cpus_now()) is not None:  # started without our placement: move them onto it
+            pin_tree([pid for endpoint in attached.values() for pid in endpoint.pids], cpus)
+        yield AttachedFleet(attached)
         return
     root = state_dir() / "study"
     if fresh_data:  # a study never inherits queue tables or dead tuples from an earlier run

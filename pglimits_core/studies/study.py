@@ -183,9 +183,7 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
     records are moved aside first, so one directory holds one run of the study.
     """
     from pglimits_core.profiles import load_profile
-    from pglimits_core.studies.resume import DoneRuns, supersede_runs
-    from pglimits_core.studies.runner import build_context, closing_host_facts
-    from pglimits_core.studies.session import study_servers
+    from pglimits_core.studies.resume import supersede_runs
 
     profile = load_profile(profile_name)
     section = profile.section(workload.name)
@@ -195,12 +193,27 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
     points = workload.plan(section, profile)
     if workload.prepare is not None:
         workload.prepare(section, profile)  # bad input stops here, before any server starts
-    options = workload.server_options(section) if workload.server_options is not None else {}
+    placement = profile.placement.resolve()  # a bad placement stops here too
     root = profile_runs_dir(profile_name, runs_root)
     if not resume and (moved := supersede_runs(root, workload.name, profile_name)):
         print(f"earlier {workload.name} records of profile {profile_name} moved to {moved}", file=sys.stderr)
+    outcome = _measure(workload, section, profile, points, placement, root, progress, resume)
+    write_outcome(root, workload.name, outcome)
+    return outcome
+
+
+def _measure(workload: Any, section: Any, profile: Any, points: list[Point], placement: Any, root: Path,
+             progress: bool, resume: bool) -> Outcome:
+    """Servers up on the server CPU set, this process on the load set, every point, servers down."""
+    from pglimits_core.placement import placed
+    from pglimits_core.studies.resume import DoneRuns
+    from pglimits_core.studies.runner import build_context, closing_host_facts
+    from pglimits_core.studies.session import study_servers
+
+    options = workload.server_options(section) if workload.server_options is not None else {}
     starting = time.monotonic()
-    with study_servers(planned_servers(points), external=profile.external, options=options) as fleet:
+    with placed(placement), \
+            study_servers(planned_servers(points), external=profile.external, options=options) as fleet:
         servers_start_s = time.monotonic() - starting
         require_servers(workload, fleet)
         ctx = build_context(fleet, runs_root=root, ceiling_s=profile.harness_ceiling_s)
@@ -211,7 +224,6 @@ def run_workload(workload: Any, profile_name: str, runs_root: str | Path | None 
     outcome.unavailable = dict(fleet.unavailable)
     outcome.servers_start_s = round(servers_start_s, 1)
     outcome.reused = ctx.done.reused if ctx.done else 0
-    write_outcome(root, workload.name, outcome)
     return outcome
 
 

@@ -74,6 +74,16 @@ def test_postgres_loses_nothing_and_comes_back(fleet_and_context):
     assert any("automatic recovery in progress" in line for line in outcome["server_log"]), outcome["server_log"]
 
 
+def test_an_unlogged_postgres_queue_loses_what_it_acknowledged_and_the_next_variant_is_logged_again(fleet_and_context):
+    """The durability class "none" on Postgres: crash recovery truncates an UNLOGGED table, so
+    every acknowledged enqueue is gone; the logged variant after it keeps everything again."""
+    gone = run_drill(fleet_and_context, "pg_delete", batch=1, persistence="unlogged")
+    assert gone["durability_class"] == "none" and not gone["durable_config"]
+    assert gone["confirmed"] > 0 and gone["lost"] == gone["confirmed"]
+    kept = run_drill(fleet_and_context, "pg_delete", batch=1)
+    assert kept["durability_class"] == "per_commit" and kept["confirmed"] > 0 and kept["lost"] == 0
+
+
 def test_sqlite_normal_loses_nothing_after_its_process_is_killed(fleet_and_context):
     outcome = run_drill(fleet_and_context, "sqlite_wal", synchronous="normal")
     assert outcome["kill_target"] == "sqlite producer" and outcome["durable_config"]

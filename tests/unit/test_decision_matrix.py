@@ -21,15 +21,19 @@ from pglimits_core.analysis.decision import (
     place,
     ratio_range,
     render_markdown,
-    words,
+    rule_words,
     write_matrix,
 )
 from pglimits_core.analysis.report import decision_sections
 from pglimits_core.analysis.verdict import (
-    AT_SERVER,
-    BY_SERVER_CPU,
-    NOT_BY_HARNESS,
+    BY_FLOOR,
+    BY_RATE,
+    INSIDE_BAND,
+    LOAD,
+    LOAD_LIMITED,
     NOT_COMPARABLE,
+    NOT_RECORDED,
+    SERVER,
     Side,
 )
 from pglimits_core.config import PROJECT_ROOT, StudyPaths
@@ -38,60 +42,85 @@ from pglimits_core.registry import workloads
 
 
 def cell(pg: Side | None, dedicated: Side | None, meets: bool | None = None, missing: str = "") -> Cell:
-    return Cell("toy", "1k ops/s", "p99 ≤ 50 ms", pg, dedicated, "latency", unit="ops/s",
+    return Cell("toy", "1k ops/s", "p99 ≤ 50 ms", pg, dedicated, "latency", unit="ops/s", window_s=30.0,
                 postgres_meets=meets, missing=missing)
 
 
-def server(system: str, value: float, **kw) -> Side:
-    return Side(system, value, client_bound=False, **kw)
+def server(system: str, value: float, limit: str | None = SERVER, spread: float = 0.05, **kw) -> Side:
+    """A side with runs ±``spread`` around ``value``."""
+    return Side(system, value, limit=limit, value_range=(value * (1 - spread), value * (1 + spread)), **kw)
 
 
-def test_a_dedicated_system_ahead_at_the_server_wins():
+def test_a_dedicated_system_ahead_by_rate_wins():
     decided = cell(server("postgres", 1000), server("redis", 3000))
-    assert decided.verdict.klass == AT_SERVER and words(decided) == DEDICATED_WINS
+    assert decided.verdict.klass == BY_RATE and rule_words(decided) == DEDICATED_WINS
     assert margin(decided) == "dedicated ×3.00 (figure)"
 
 
 def test_postgres_ahead_suffices_and_says_so():
     decided = cell(server("postgres", 3000), server("redis", 1000))
-    assert words(decided) == POSTGRES_AHEAD and margin(decided) == "Postgres ×3.00 (figure)"
+    assert rule_words(decided) == POSTGRES_AHEAD and margin(decided) == "Postgres ×3.00 (figure)"
 
 
-def test_a_tie_where_postgres_meets_the_target_is_postgres_suffices():
-    assert words(cell(server("postgres", 1000), server("redis", 1100), meets=True)) == POSTGRES_MEETS
+def test_overlapping_runs_where_postgres_meets_the_target_is_postgres_suffices():
+    assert rule_words(cell(server("postgres", 1000), server("redis", 1050), meets=True)) == POSTGRES_MEETS
 
 
 @pytest.mark.parametrize("meets", [None, False])
-def test_a_tie_without_a_target_met_is_no_measurable_difference(meets):
-    assert words(cell(server("postgres", 1000), server("redis", 1100), meets=meets)) == NO_DIFFERENCE
+def test_overlapping_runs_without_a_target_met_are_no_measurable_difference(meets):
+    assert rule_words(cell(server("postgres", 1000), server("redis", 1050), meets=meets)) == NO_DIFFERENCE
 
 
-def test_client_bound_sides_are_decided_by_server_cpu_per_operation():
-    decided = cell(Side("postgres", 9000, client_bound=True, server_cpu_us_per_op=40, cpu_range=(38, 42)),
-                   Side("redis", 5000, client_bound=True, server_cpu_us_per_op=10, cpu_range=(9, 11)))
-    assert decided.verdict.klass == BY_SERVER_CPU and words(decided) == DEDICATED_WINS
-    assert margin(decided) == "dedicated ×4.00 (server CPU per op)"
+def test_ahead_in_every_run_inside_the_band_is_not_decided_and_says_so():
+    decided = cell(server("postgres", 1000, spread=0.01), server("redis", 1100, spread=0.01), meets=True)
+    assert decided.verdict.klass == INSIDE_BAND
+    assert rule_words(decided) == ("not decided here: redis ahead in every run, but inside the tie band "
+                              "(runs 990–1,010 vs 1,089–1,111)")
+    assert NO_DIFFERENCE not in rule_words(decided) and margin(decided) == "dedicated ×1.10 (figure)"
 
 
-def test_a_client_bound_higher_rate_never_wins():
-    decided = cell(Side("postgres", 9000, client_bound=True), server("redis", 1000), meets=True)
-    assert decided.verdict.klass == NOT_BY_HARNESS
-    assert words(decided).startswith(f"{NOT_DECIDED}: ") and "postgres" in words(decided)
+def test_a_floor_above_a_ceiling_wins_and_its_figure_reads_at_least():
+    decided = cell(Side("postgres", 15435, limit=SERVER, value_range=(14850, 15530), server_cpu_us_per_op=81.8),
+                   Side("redis", 36380, limit=LOAD, value_range=(33535, 37410), server_cpu_us_per_op=10.4))
+    assert decided.verdict.klass == BY_FLOOR and rule_words(decided) == DEDICATED_WINS
+    assert margin(decided) == "dedicated ≥ ×2.16 (floor's worst run over the other's best)"
+    shown = matrix_table([decided]).iloc[0]
+    assert (shown.postgres_figure, shown.dedicated_figure) == ("15,435 ops/s", "≥ 36,380 ops/s")
+    assert shown.spread == "Postgres/dedicated ≤ ×0.46 (figure; the winner's a floor) over the runs' range"
+    # server CPU per operation is printed beside the cell, never deciding it
+    assert (shown.postgres_server_cpu_us_per_op, shown.dedicated_server_cpu_us_per_op) == ("81.8", "10.4")
+
+
+def test_client_bound_sides_are_not_decided_by_server_cpu_per_operation():
+    decided = cell(server("postgres", 9000, LOAD, server_cpu_us_per_op=40),
+                   server("redis", 5000, LOAD, server_cpu_us_per_op=10))
+    assert decided.verdict.klass == LOAD_LIMITED and margin(decided) == "—"
+    assert rule_words(decided) == ("not decided here: both sides were limited by their load generators: "
+                              "≥ 9,000 vs ≥ 5,000")
+
+
+def test_a_floor_below_a_ceiling_never_wins():
+    decided = cell(server("postgres", 1000, LOAD), server("redis", 1200), meets=True)
+    assert decided.verdict.klass == LOAD_LIMITED
+    assert rule_words(decided) == ("not decided here: postgres's load limited it at ≥ 1,000, below redis's 1,200: "
+                              "the load could not show whether postgres passes it")
     assert margin(decided) == "—"
 
 
-def test_an_unknown_client_bound_verdict_is_not_decided_here():
-    assert words(cell(Side("postgres", 1, client_bound=None), server("redis", 9))).startswith(NOT_DECIDED)
+def test_a_limit_not_recorded_is_not_decided_here():
+    decided = cell(server("postgres", 1, None), server("redis", 9))
+    assert decided.verdict.klass == NOT_RECORDED
+    assert rule_words(decided) == "not decided here: postgres: which side set the limit was not recorded"
 
 
 def test_an_unreachable_rate_is_not_decided_here_with_why():
-    decided = cell(Side("postgres", 1316, client_bound=False, reaches_rate=False), server("redis", 5000))
+    decided = cell(server("postgres", 1316, reaches_rate=False), server("redis", 5000))
     assert decided.verdict.klass == NOT_COMPARABLE
-    assert words(decided) == f"{NOT_DECIDED}: postgres cannot reach the compared rate on this box"
+    assert rule_words(decided) == f"{NOT_DECIDED}: postgres cannot reach the compared rate on this box"
 
 
 def test_a_missing_side_is_not_decided_here_with_why():
-    assert words(cell(None, server("redis", 1), missing="no Postgres design")) == f"{NOT_DECIDED}: no Postgres design"
+    assert rule_words(cell(None, server("redis", 1), missing="no Postgres design")) == f"{NOT_DECIDED}: no Postgres design"
     assert cell(None, server("redis", 1)).verdict is None
 
 
@@ -149,14 +178,14 @@ def test_each_workload_decides_its_committed_tables(workload):
     for decided in cells:
         assert decided.workload == workload.name and decided.machine == machine
         assert (PROJECT_ROOT / decided.path).is_file(), decided.path
-        assert words(decided)  # every outcome has its words
+        assert rule_words(decided)  # every outcome has its words
 
 
 @pytest.mark.parametrize("workload", WITH_DECISIONS, ids=lambda w: w.name)
 def test_a_workload_with_no_data_gives_undecided_cells_or_none(workload):
     for tables in (workload.tables(workload.frame([])), {}, {"latency": pd.DataFrame()}):
         for decided in workload.decisions(tables):
-            assert words(decided).startswith(NOT_DECIDED)
+            assert rule_words(decided).startswith(NOT_DECIDED)
 
 
 def queue_throughput(*rows) -> pd.DataFrame:
@@ -171,10 +200,10 @@ def test_queue_peak_compares_only_like_delivery_and_batch():
                              ("pg_skiplocked batch=50", 20000, 19000, 21000),
                              ("redis_reliable appendfsync=always batch=10 pipeline=10", 9458, 7692, 9980))
     (decided,) = peak_cells(table)
-    assert decided.postgres.system == "pg_skiplocked batch=10" and words(decided) == NO_DIFFERENCE
+    assert decided.postgres.system == "pg_skiplocked batch=10" and rule_words(decided) == NO_DIFFERENCE
     (unlike,) = peak_cells(queue_throughput(("pg_delete batch=50", 27375, 22238, 28062),
                                             ("redis_reliable batch=10", 9458, 7692, 9980)))
-    assert words(unlike) == f"{NOT_DECIDED}: not like for like (delivery / batch)" and unlike.verdict is None
+    assert rule_words(unlike) == f"{NOT_DECIDED}: not like for like (delivery / batch)" and unlike.verdict is None
 
 
 def test_queue_cliff_across_durability_classes_is_never_judged():
@@ -185,7 +214,7 @@ def test_queue_cliff_across_durability_classes_is_never_judged():
                           {"variant": "redis_reliable batch=1", "durability_class": "none", "sustainable_per_s": 1812,
                            "client_bound": False}])
     (decided,) = cliff_cells(cliff)
-    assert words(decided) == f"{NOT_DECIDED}: different durability classes"
+    assert rule_words(decided) == f"{NOT_DECIDED}: different durability classes"
     assert "batch=1 designs only" in decided.scale
 
 
@@ -198,19 +227,20 @@ def test_vectors_use_the_sweeps_client_bound_verdict_and_decide_on_qps():
                                                     ("qdrant hnsw", 945.7, 940, 950, 1.15))])
     sweep = matched[["variant", "ef", "clients"]].assign(client_bound=False)
     (decided,) = decisions({"matched": matched, "sweep": sweep})
-    assert decided.verdict.klass == AT_SERVER and decided.postgres.client_bound is False
+    assert decided.verdict.klass == INSIDE_BAND and decided.postgres.limit == "neither"
     # pgvector 615-830 against Qdrant 940-950: Qdrant ahead in every pairing of runs, by as little as
     # x1.13 (inside the tie band): neither a win nor "no difference"
-    assert words(decided) == "not decided here: qdrant hnsw ahead in every run, but its worst case is inside the tie band"
+    assert rule_words(decided) == ("not decided here: qdrant hnsw ahead in every run, but inside the tie band "
+                              "(runs 615–830 vs 940–950)")
     assert margin(decided) == "dedicated ×1.24 (figure)"
     overlapping = matched.assign(qps_min=[615, 600], qps_max=[830, 950])  # Qdrant's slowest run below pgvector's fastest
     (tied,) = decisions({"matched": overlapping, "sweep": sweep})
-    assert words(tied) == POSTGRES_MEETS
+    assert rule_words(tied) == POSTGRES_MEETS
 
 
 def test_the_spread_column_shows_the_deciding_ratios_spread():
-    decided = cell(Side("postgres", 3000, client_bound=False, value_range=(2900, 3100)),
-                   Side("redis", 1000, client_bound=False, value_range=(950, 1050)))
+    decided = cell(Side("postgres", 3000, limit=SERVER, value_range=(2900, 3100)),
+                   Side("redis", 1000, limit=SERVER, value_range=(950, 1050)))
     assert matrix_table([decided]).loc[0, "spread"].startswith("Postgres/dedicated ×2.76–×3.26 (figure)")
 
 
@@ -225,25 +255,36 @@ def test_queue_latency_target_cells_are_decided_on_meeting_the_target_even_clien
     def outcome(pg_p99s, redis_p99s, pg_bound=False, redis_bound=False):
         (decided,) = latency_cells(pd.DataFrame(runs("pg_skiplocked batch=10", pg_p99s, pg_bound)
                                                 + runs("redis_reliable", redis_p99s, redis_bound)))
-        return words(decided)
+        return rule_words(decided)
 
     # delete-mode claims are at-most-once, the reliable queue at-least-once: never set side by side
     (unlike,) = latency_cells(pd.DataFrame(runs("pg_delete batch=50", [23, 25, 33]) + runs("redis_reliable", [7, 9, 12])))
-    assert words(unlike) == "not decided here: not like for like (delivery / batch)"
+    assert rule_words(unlike) == "not decided here: not like for like (delivery / batch)"
     # the same test as the peak cells: 50 per claim is never set beside a pipeline of 10
     (batched,) = latency_cells(pd.DataFrame(runs("pgmq batch=50", [23, 25, 33])
                                             + runs("redis_reliable batch=10 pipeline=10", [7, 9, 12])))
-    assert words(batched) == "not decided here: not like for like (delivery / batch)"
+    assert rule_words(batched) == "not decided here: not like for like (delivery / batch)"
 
-    # meeting the target holds even client-bound: a slow client only adds latency
-    assert outcome([23, 25, 33], [7, 9, 12], pg_bound=True, redis_bound=True) == POSTGRES_MEETS
+    # meeting the target holds even load-limited (a slow client only adds latency); the words never
+    # say "no measurable difference" when one side's p99 was lower in every run
+    assert outcome([23, 25, 33], [7, 9, 12], pg_bound=True, redis_bound=True) == (
+        "Postgres suffices (meets the target in 3 of 3 runs; Redis's p99 lower in every run: 7.0–12.0 vs "
+        "23.0–33.0 ms)")
+    assert outcome([7, 9, 12], [23, 25, 33]) == (
+        "Postgres suffices (meets the target in 3 of 3 runs; Postgres's p99 lower in every run: 7.0–12.0 vs "
+        "23.0–33.0 ms)")
+    assert outcome([8, 11, 14], [7, 9, 12]) == POSTGRES_MEETS  # the p99 ranges overlap
     assert outcome([60, 70, 80], [7, 9, 12]) == DEDICATED_WINS
     assert outcome([23, 25, 33], [60, 70, 80]) == POSTGRES_AHEAD
     assert outcome([60, 70, 80], [60, 70, 80]) == NEITHER_MEETS
-    # a miss is the server's only when the client was not the limit
+    # a miss is the server's only when the load was not the limit (and the limit was recorded)
     missed = outcome([60, 70, 80], [7, 9, 12], pg_bound=True)
-    assert missed.startswith("not decided here: pg_skiplocked batch=10 missed the target with its client as the limit")
+    assert missed == ("not decided here: pg_skiplocked batch=10 missed the target with its load as the limit "
+                      "(the miss may not be the server's)")
     assert outcome([23, 25, 33], [60, 70, 80], redis_bound=True).startswith("not decided here: redis_reliable missed")
+    unknown = outcome([60, 70, 80], [7, 9, 12], pg_bound=None)
+    assert unknown.startswith("not decided here: pg_skiplocked batch=10 missed the target and which side set the "
+                              "limit was not recorded")
 
 
 def test_the_scoreboard_colours_each_verdict_family_and_draws_a_tile_per_cell(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pglimits_core"
-CORE = ("servers", "datasets", "load", "record", "samplers", "studies", "analysis", "plotting")
+CORE = ("servers", "datasets", "load", "record", "samplers", "studies", "experiments", "analysis", "plotting")
 
 
 def module_name(path: Path) -> str:

@@ -23,8 +23,13 @@ def sides_row(tenant: str, postgres: tuple[float, float], dedicated: tuple[float
         row.update({f"{side}_p99_ms": "20.00 (18.00–22.00)", f"{side}_baseline_p99_ms": 15.0,
                     f"{side}_ratio": (low + high) / 2, f"{side}_ratio_min": low, f"{side}_ratio_max": high,
                     f"{side}_paired_ratios": f"{low:.2f} / {high:.2f}", f"{side}_kept_up": True,
-                    f"{side}_churn_sustained": True})
+                    f"{side}_churn_sustained": True, f"{side}_seconds_higher": "20/34 · 21/34 · 19/34"})
     return {**row, **extra}
+
+
+def test_a_cell_carries_its_windows_measured_seconds():
+    cell = decisions({"sides": pd.DataFrame([sides_row("fts", (1.0, 1.1), (1.0, 1.1))])})[0]
+    assert cell.window_s == 34.0
 
 
 def verdict_of(row: dict) -> str:

@@ -11,7 +11,9 @@ def test_committed_profiles_validate_and_their_variants_exist(name):
     profile = profiles.load_profile(name)
     labels = [variant(**spec).label for spec in profile.section("queue").variants]
     assert len(labels) == len(set(labels))
-    assert set(profile.section("queue").cliff.variants) <= set(labels)
+    for experiment in ("cliff", "capacity"):
+        if (section := getattr(profile.section("queue"), experiment)) is not None:
+            assert set(section.variants) <= set(labels), experiment
 
 
 def test_unknown_profile_lists_the_known_ones():
@@ -73,7 +75,8 @@ def test_the_report_plans_every_experiment_the_study_runs_and_only_those():
     assert ("queue", "pgmq batch=1", "steady") not in planned  # quick limits steady to two variants
     assert ("queue", "sqlite_wal batch=1 synchronous=off", "recovery") in planned
     assert ("queue", "sqlite_wal batch=1 synchronous=off", "throughput") not in planned
-    assert ("queue", "pg_delete batch=1", "cliff") in planned and ("queue", "pgmq batch=1", "cliff") not in planned
+    assert ("queue", "pg_delete batch=1", "capacity") in planned
+    assert ("queue", "pgmq batch=1", "capacity") not in planned  # quick measures two designs' capacity
 
 
 def test_an_experiment_filter_naming_no_variant_is_an_error_not_fewer_points():
@@ -99,7 +102,7 @@ def test_what_could_not_be_run_lists_every_kind_of_planned_point_without_a_recor
     assert "queue steady sqlite_wal batch=1" in missing and "queue steady pg_delete batch=1" not in missing
     assert "queue consumer_crash pg_skiplocked batch=1" in missing
     assert "queue recovery sqlite_wal batch=1 synchronous=off" in missing
-    assert "queue cliff pg_delete batch=1" in missing
+    assert "queue capacity pg_delete batch=1" in missing
 
 
 def test_a_profile_is_given_by_name_or_by_path_with_or_without_yaml(tmp_path, monkeypatch):

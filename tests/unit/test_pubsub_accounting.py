@@ -157,10 +157,10 @@ def test_every_profile_plans_its_pubsub_section():
         profile = load_profile(name)
         section = profile.section("pubsub")
         points = plan(section, profile)
-        # the C tools' ceiling where the profile asks for it (quick and full)
-        tools = {"ceiling"} if section.ceiling is not None else set()
+        # the C tools' ceiling and the capacity experiment where the profile asks for them (quick and full)
+        asked = {key for key in ("ceiling", "capacity") if getattr(section, key) is not None}
         assert {p.experiment for p in points} == {"fanout", "cliff", "commit_serialization", "idle_listeners",
-                                                  "stuck_subscriber", "payload_limit", *tools}, name
+                                                  "stuck_subscriber", "payload_limit", *asked}, name
         assert {p.server for p in points} == {"postgres", "redis"}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pglimits_core.analysis.verdict import AT_SERVER, BY_SERVER_CPU
+from pglimits_core.analysis.verdict import BY_RATE, LOAD_LIMITED, NO_RATE, sweep_class
 from pglimits_core.workloads.pubsub.ceiling_listen import launcher_argv
 from pglimits_core.workloads.pubsub.ceiling_tools import notify_script, publish_steps
 from pglimits_core.workloads.pubsub.head_to_head import head_to_head_table
@@ -76,12 +76,13 @@ def _fanout(rate, pg_bound, redis_bound):
 def test_head_to_head_gives_each_point_a_verdict_class_and_the_cpu_per_delivery():
     table = head_to_head_table(pd.DataFrame(_fanout("flat out", True, True) + _fanout(1000.0, False, False)))
     flat, offered = (table[table.rate == r].iloc[0] for r in ("flat out", 1000.0))
-    assert flat.verdict_class == BY_SERVER_CPU and flat.ahead == "redis_publish batch=1"
+    # both client-bound: two floors decide nothing, whatever the server CPU per delivery (printed)
+    assert flat.verdict_class == LOAD_LIMITED and flat.ahead == "—"
     assert flat.postgres_server_cpu_us_per_delivery == "43.0 (40.0–45.0)"
-    # at an offered rate both deliver what is offered: only the server's cost can decide
-    assert offered.verdict_class == BY_SERVER_CPU
-    both_server = head_to_head_table(pd.DataFrame(_fanout("flat out", False, False)))
-    assert both_server.verdict_class.iloc[0] == AT_SERVER
+    # at an offered rate both deliver what is offered: no rate to decide on
+    assert offered.verdict_class == NO_RATE and offered.ahead == "—"
+    both_measured = head_to_head_table(pd.DataFrame(_fanout("flat out", False, False))).iloc[0]
+    assert both_measured.verdict_class == sweep_class(BY_RATE) and both_measured.ahead == "redis_publish batch=1"
     assert head_to_head_table(pd.DataFrame()).empty
 
 

@@ -11,8 +11,9 @@ from pglimits_core.workloads.queue.plan import plan
 from pglimits_core.workloads.queue.prefill_size import FLOOR, SAFETY, PrefillSizer
 
 #: points per experiment of the full plan (3 repetitions where the experiment repeats)
-DESIGNED = {"throughput": 103, "latency": 51, "steady": 18, "ceiling": 18, "recovery": 16,
-            "consumer_crash": 10, "backup": 6, "cliff": 3, "harness_bench": 4}
+DESIGNED = {"throughput": 109, "latency": 51, "steady": 18, "ceiling": 18, "recovery": 20,
+            "consumer_crash": 10, "backup": 6, "cliff": 3, "harness_bench": 4, "capacity": 11,
+            "placement": 4}
 
 
 def full_points():
@@ -35,11 +36,11 @@ def test_the_full_plan_has_the_designed_points_per_experiment():
 
 
 def test_the_full_burn_down_measures_16_1_and_64_consumers_only_where_they_are_compared():
-    """4 consumers for all 20 variants and 16 for the 11 with a 16-client C-tool pair (or a 16
+    """4 consumers for all 22 variants and 16 for the 11 with a 16-client C-tool pair (or a 16
     that came out higher), 3 rounds; 1 and 64 for the five one-message designs, first round only."""
     burn_down = [p for p in full_points() if p.experiment == "throughput"]
     counts = Counter(p.params["consumers"] for p in burn_down)
-    assert counts == {1: 5, 4: 60, 16: 33, 64: 5}
+    assert counts == {1: 5, 4: 66, 16: 33, 64: 5}
     assert {p.params["consumers"] for p in burn_down[len(first_round(burn_down)):]} == {4, 16}
     assert all("batch=1 " in p.label + " " for p in burn_down if p.params["consumers"] in (1, 64))
     profile = load_profile("full").section("queue")

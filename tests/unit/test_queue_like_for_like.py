@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pglimits_core.analysis.decision import words
-from pglimits_core.analysis.verdict import AT_SERVER, NOT_BY_HARNESS
+from pglimits_core.analysis.verdict import BY_RATE, LOAD_LIMITED, NOT_RECORDED, sweep_class
 from pglimits_core.workloads.queue.decision import latency_cells, peak_cells
 from pglimits_core.workloads.queue.durability_tables import label
 from pglimits_core.workloads.queue.head_to_head import (
@@ -44,7 +44,7 @@ def test_row_verdicts_face_only_a_design_with_the_same_delivery_and_batch():
     assert (table.loc["pg_delete batch=1"].versus, table.loc["pg_delete batch=1"].verdict_why) == ("—", NO_LIKE_FOR_LIKE)
     assert table.loc["pg_delete batch=50"].verdict_class == "—"
     assert table.loc[REDIS_P10].versus == PG_B10  # not the faster, unlike pg_delete batch=50
-    assert table.loc[PG_B10].verdict_class == AT_SERVER
+    assert table.loc[PG_B10].verdict_class == sweep_class(BY_RATE)
 
 
 def producers_short_runs() -> pd.DataFrame:
@@ -52,17 +52,17 @@ def producers_short_runs() -> pd.DataFrame:
                         + [latency_run(REDIS_P10, 5000, achieved, achieved, 1500.0) for achieved in (3600, 3600, 3600)])
 
 
-def test_a_rate_the_producers_never_offered_is_not_decided_by_the_harness_anywhere():
+def test_a_rate_the_producers_never_offered_is_load_limited_everywhere():
     runs = producers_short_runs()
     judged = latency_verdicts(runs, {})
-    assert set(judged.verdict_class) == {NOT_BY_HARNESS}
+    assert set(judged.verdict_class) == {LOAD_LIMITED}
     assert "the producers offered only 3,600 of 5,000 msg/s" in judged.verdict_why.iloc[0]
     sweep = pd.DataFrame([sweep_row(v, 4, 1000, None) for v in (PG_B10, REDIS_P10)])
     cells = headline_table({"throughput": sweep, "steady": pd.DataFrame(), "latency": runs, "cliff": pd.DataFrame()})
     shown = cells.set_index("variant")["send → claim p99 ms at 5,000/s"]
-    assert shown[PG_B10] == "not decided by the harness: the producers offered only 3,600 of 5,000 msg/s"
+    assert shown[PG_B10] == "not decided: load-limited (the producers offered only 3,600 of 5,000 msg/s)"
     line, = [text for text in kept_up_lines(runs) if text]
-    assert "at 5,000/s not decided by the harness for 2 designs (the producers offered only 3,600 of 5,000" in line
+    assert "at 5,000/s not decided: load-limited for 2 designs (the producers offered only 3,600 of 5,000" in line
     cell, = latency_cells(runs)
     assert words(cell).startswith("not decided here: the harness, not the queue: the producers offered only 3,600")
 
@@ -71,7 +71,8 @@ def test_latency_rows_are_never_decided_by_server_cpu_at_an_offered_rate():
     runs = pd.DataFrame([latency_run(PG_B10, 1000, 1000, 1000, 30.0, bound=True, cpu=600.0),
                          latency_run(REDIS_P10, 1000, 1000, 1000, 10.0, cpu=200.0)])
     judged = latency_verdicts(runs, {})
-    assert set(judged.verdict_class) == {NOT_BY_HARNESS}
+    # Postgres's load was the limit: its p99 is a floor (of 1/p99) below Redis's, so nothing is decided
+    assert set(judged.verdict_class) == {LOAD_LIMITED}
     assert not judged.verdict_why.str.contains("CPU").any()
 
 
@@ -94,7 +95,7 @@ def burn_down(run_id: str, variant: str, jobs: float, server_pct: float, other_p
             "server_cpu_pct": server_pct, "other_cpu_pct": other_pct}
 
 
-def test_server_cpu_per_job_comes_from_trusted_runs_and_none_leaves_the_cell_undecided():
+def test_server_cpu_per_job_comes_from_trusted_runs_and_an_unknown_limit_leaves_the_cell_undecided():
     rows = [burn_down(f"pg{i}", PG_B10, 5000, 80.0, other, None) for i, other in enumerate((33.7, 22.9, 24.1))]
     rows += [burn_down("r0", REDIS_P10, 8000, 22.4, 5.0, False), burn_down("r1", REDIS_P10, 8000, 22.4, 6.0, False),
              burn_down("r2", REDIS_P10, 8000, 90.0, 40.0, False)]  # a busy neighbour's run: not its CPU
@@ -102,7 +103,8 @@ def test_server_cpu_per_job_comes_from_trusted_runs_and_none_leaves_the_cell_und
     assert pd.isna(table.loc[PG_B10].server_cpu_us_per_job) and table.loc[PG_B10].server_cpu_runs == 0
     assert round(table.loc[REDIS_P10].server_cpu_us_per_job) == 28 and table.loc[REDIS_P10].server_cpu_runs == 2
     cell, = peak_cells(table.reset_index())
-    assert words(cell).startswith(f"not decided here: the harness cannot tell: {PG_B10} not set by the server")
+    assert cell.verdict.klass == NOT_RECORDED
+    assert words(cell) == f"not decided here: {PG_B10}: which side set the limit was not recorded"
 
 
 def test_a_class_whose_design_lost_acknowledged_messages_on_sigkill_says_so():

@@ -100,7 +100,7 @@ def test_the_readme_counts_the_classes_under_both_scoreboards():
     matrix = pd.DataFrame([{"workload": "queue", "machine": "box-a", "scale": "1k/s", "target": "p99 ≤ 50 ms",
                             "verdict": "Postgres suffices", "postgres": "pg", "dedicated": "redis",
                             "postgres_figure": "9 ms", "dedicated_figure": "3 ms", "margin": "×3",
-                            "class": "decided at the server", "postgres_server_cpu_us_per_op": "—",
+                            "class": "decided by rate", "postgres_server_cpu_us_per_op": "—",
                             "dedicated_server_cpu_us_per_op": "—"}])
     lines = answer_markdown(matrix, table).splitlines()
     at = next(i for i, line in enumerate(lines) if SCOREBOARD_LINK in line)
@@ -118,12 +118,16 @@ def test_the_stamp_names_each_machine_once_with_every_commit_of_its_records():
                                     "machine box-b (Intel) · git 1234567aaa")
 
 
-def test_a_row_the_harness_could_not_decide_is_not_decided_whatever_its_direction():
+def test_a_row_whose_ratio_measures_no_system_is_not_decided_whatever_its_direction():
     from pglimits_core.analysis.seed_scoreboard import agreement, counts
 
-    assert agreement("same direction, different size", "not decided by the harness")[0] == NOT_DECIDED
+    assert agreement("same direction, different size", "not decided: load-limited")[0] == NOT_DECIDED
+    assert agreement("same direction, different size", "not decided: limit not recorded")[0] == NOT_DECIDED
     assert agreement("differ (opposite direction)", "not comparable here")[0] == NOT_DECIDED
-    assert agreement("agree", "decided at the server")[0] == "agree"
+    assert agreement("agree", "decided by rate")[0] == "agree"
+    assert agreement("agree", "decided by a floor above a ceiling")[0] == "agree"
+    # inside the tie band the ratio is still one the two systems set: the seed's own band judges it
+    assert agreement("agree", "not decided: inside the tie band")[0] == "agree"
     table = pd.DataFrame({"verdict": ["agree", "differ (opposite direction)", "agree"],
-                          "verdict class": ["decided at the server", "not decided by the harness", None]})
+                          "verdict class": ["decided by rate", "not decided: load-limited", None]})
     assert counts(table)["agree"] == 2 and counts(table)[NOT_DECIDED] == 1

@@ -169,7 +169,7 @@ def _sweep_runs(variant, ef, qps, recall, client_bound=False, box=100.0, server_
 
 
 def test_matched_rows_carry_flags_server_cpu_and_the_verdict_class():
-    from pglimits_core.analysis.verdict import BY_SERVER_CPU
+    from pglimits_core.analysis.verdict import BY_RATE, LOAD_LIMITED, sweep_class
 
     frame = pd.DataFrame(_sweep_runs("pgvector hnsw", 10, 200, 0.92, server_ms=2.0)
                          + _sweep_runs("pgvector hnsw", 40, 100, 0.97, box=190.0, server_ms=4.0)
@@ -182,14 +182,16 @@ def test_matched_rows_carry_flags_server_cpu_and_the_verdict_class():
     assert pg.server_cpu_us_per_query == pytest.approx(2000) and pg.box_saturated is False and pg.qps_text == "200"
     qd = matched.loc[(0.9, "qdrant hnsw")]  # between ef 10 (client-bound) and ef 20: flagged, box saturated
     assert qd.client_bound is True and qd.box_saturated is True and qd.qps_text == "262 ᶜ ᵇ"
-    # a client-bound side: decided by the server's CPU per query (with its spread over the runs)
-    assert qd.verdict == BY_SERVER_CPU and pd.isna(pg.verdict)
+    # a client-bound side is a floor: Qdrant's 262 QPS, its load the limit, against pgvector's 200
+    # cannot clear the band, and server CPU per query never decides
+    assert qd.limit == "load" and qd.verdict == LOAD_LIMITED and pd.isna(pg.verdict)
     pg95 = matched.loc[(0.95, "pgvector hnsw")]
     assert pg95.qps == pytest.approx(140) and pg95.server_cpu_us_per_query == pytest.approx(3200)
     qd95 = matched.loc[(0.95, "qdrant hnsw")]  # ef 20-40 and 10-40: neither client-bound, but the box saturated
     assert qd95.client_bound is False and qd95.box_saturated is True
-    # the client took cores the server could have used: the server's CPU per query decides, not the rates
-    assert qd95.verdict == BY_SERVER_CPU
+    # the box saturated, but neither side was client-bound: the rates decide (the box's
+    # saturation is a marker, not which side set the limit)
+    assert qd95.limit == "neither" and qd95.verdict == sweep_class(BY_RATE)
 
 
 def test_tables_of_no_records_are_empty_not_an_error():

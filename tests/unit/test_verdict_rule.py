@@ -1,97 +1,157 @@
-"""The one rule that says who set the limit, on synthetic sides for every outcome."""
+"""The one rule, on rate only: every class it gives on synthetic sides, with its exact words, and
+the mapping from a run's record to which side set the limit."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from pglimits_core.analysis.verdict import (
-    AT_SERVER,
-    BY_SERVER_CPU,
-    NOT_BY_HARNESS,
+    BY_FLOOR,
+    BY_RATE,
+    INSIDE_BAND,
+    LOAD,
+    LOAD_LIMITED,
+    NEITHER,
+    NO_RANGE,
+    NO_RATE,
     NOT_COMPARABLE,
+    NOT_RECORDED,
+    SERVER,
     Side,
+    combined_limit,
     decide,
+    limit_from_record,
 )
 
 
-def test_both_server_bound_is_decided_at_the_server_with_the_rate_ratio():
-    verdict = decide(Side("postgres", 3000, client_bound=False), Side("redis", 1000, client_bound=False))
-    assert (verdict.klass, verdict.ratio, verdict.winner) == (AT_SERVER, 3.0, "postgres")
+def side(system: str, value: float, low: float, high: float, limit: str | None = SERVER, **kw) -> Side:
+    return Side(system, value, limit=limit, value_range=(low, high), **kw)
 
 
-def test_c_tool_sides_without_a_client_bound_verdict_decide_at_the_server():
-    verdict = decide(Side("postgres", 5100, tool="pgbench"), Side("redis", 87000, tool="redis-benchmark"))
-    assert verdict.klass == AT_SERVER and verdict.winner == "redis"
+def test_a_winner_whose_worst_case_clears_the_band_is_decided_by_rate():
+    verdict = decide(side("postgres", 3000, 2800, 3100), side("redis", 1000, 950, 1050, NEITHER))
+    assert (verdict.klass, verdict.ratio, verdict.winner) == (BY_RATE, 3.0, "postgres")
+    assert verdict.spread == pytest.approx((2800 / 1050, 3100 / 950))
+    assert verdict.why == "ahead beyond the tie band in every run: runs 2,800–3,100 vs 950–1,050"
 
 
-def test_a_client_bound_c_tool_side_does_not_decide():
-    verdict = decide(Side("postgres", 5100, tool="pgbench", client_bound=True), Side("redis", 87000, client_bound=False))
-    assert verdict.klass == NOT_BY_HARNESS
+def test_a_median_beyond_the_band_whose_worst_case_is_inside_it_names_no_winner():
+    verdict = decide(side("a", 1300, 1200, 1400), side("b", 1000, 1000, 1100))
+    assert verdict.klass == INSIDE_BAND and verdict.winner is None and verdict.ahead == "a"
 
 
-def test_client_bound_sides_with_server_cpu_are_decided_by_cpu_per_operation():
-    verdict = decide(Side("pgvector", 700, client_bound=True, server_cpu_us_per_op=2470, cpu_range=(2400, 2500)),
-                     Side("qdrant", 900, client_bound=True, server_cpu_us_per_op=1130, cpu_range=(1100, 1200)))
-    assert verdict.klass == BY_SERVER_CPU and verdict.winner == "qdrant"
-    assert verdict.ratio == pytest.approx(1130 / 2470)
+def test_overlapping_runs_are_no_measurable_difference():
+    verdict = decide(side("a", 1300, 1000, 1400), side("b", 1000, 900, 1100))
+    assert (verdict.klass, verdict.winner, verdict.tie) == (BY_RATE, None, True)
+    assert verdict.why == "no measurable difference: the runs overlap (runs 1,000–1,400 vs 900–1,100)"
 
 
-def test_a_client_bound_side_and_no_server_cpu_is_not_decided_by_the_harness():
-    verdict = decide(Side("postgres", 3000, client_bound=False), Side("redis", 7000, client_bound=True))
-    assert verdict.klass == NOT_BY_HARNESS and verdict.winner is None and "redis" in verdict.why
+def test_ahead_in_every_run_inside_the_band_is_never_no_measurable_difference():
+    verdict = decide(side("pgvector", 841, 840, 853), side("qdrant", 897, 873, 944))
+    assert (verdict.klass, verdict.winner, verdict.ahead, verdict.tie) == (INSIDE_BAND, None, "qdrant", False)
+    assert verdict.why == "qdrant ahead in every run, but inside the tie band (runs 840–853 vs 873–944)"
+    assert "no measurable difference" not in verdict.text()
 
 
-def test_an_unknown_client_bound_verdict_on_the_harness_is_not_server_side():
-    assert decide(Side("a", 1, client_bound=None), Side("b", 2, client_bound=False)).klass == NOT_BY_HARNESS
+def test_without_per_run_ranges_there_is_neither_a_winner_nor_a_tie():
+    verdict = decide(Side("a", 3000, limit=SERVER), Side("b", 1000, limit=SERVER))
+    assert (verdict.klass, verdict.winner, verdict.ratio, verdict.tie) == (NO_RANGE, None, None, False)
+    assert "the spread, and so a winner or a tie, is unknown" in verdict.why
+
+
+def test_a_floor_above_a_ceiling_decides():
+    # the queue's peak: Redis's load limited it, yet its worst run beat Postgres's best by x2.16
+    redis = side("redis", 36380, 33535, 37410, LOAD)
+    verdict = decide(side("postgres", 15435, 14850, 15530), redis)
+    assert (verdict.klass, verdict.winner) == (BY_FLOOR, "redis")
+    assert 1 / verdict.ratio == pytest.approx(33535 / 15530)
+    assert verdict.why == ("redis's worst run ≥ 33,535 against postgres's best 15,530 (×2.16): "
+                           "a floor above a ceiling decides")
+
+
+def test_a_floor_below_or_near_a_ceiling_is_not_decided():
+    below = decide(side("pg", 1249, 1200, 1300), side("qdrant", 1000, 980, 1020, LOAD))
+    assert (below.klass, below.winner, below.ratio) == (LOAD_LIMITED, None, None)
+    assert below.why == ("qdrant's load limited it at ≥ 1,000, below pg's 1,249: the load could not show "
+                         "whether qdrant passes it")
+    near = decide(side("pg", 1249, 1200, 1300), side("qdrant", 1512, 1450, 1550, LOAD))
+    assert near.klass == LOAD_LIMITED and "≥ 1,512, near pg's 1,249" in near.why
+
+
+def test_both_floors_are_not_decided_whatever_the_gap():
+    verdict = decide(side("pg_notify", 184233, 182833, 184667, LOAD), side("redis", 149400, 147533, 152933, LOAD))
+    assert (verdict.klass, verdict.winner) == (LOAD_LIMITED, None)
+    assert verdict.why == "both sides were limited by their load generators: ≥ 184,233 vs ≥ 149,400"
+
+
+def test_a_side_whose_limit_was_not_recorded_is_not_decided():
+    verdict = decide(side("a", 9000, 8900, 9100, None), side("b", 10, 9, 11))
+    assert (verdict.klass, verdict.winner) == (NOT_RECORDED, None)
+    assert verdict.why == "a: which side set the limit was not recorded"
 
 
 def test_a_side_that_cannot_reach_the_rate_is_not_comparable():
-    verdict = decide(Side("pg two-phase", 1316, client_bound=False, reaches_rate=False),
-                     Side("redis", 5000, client_bound=False))
-    assert verdict.klass == NOT_COMPARABLE and "pg two-phase" in verdict.why
+    verdict = decide(Side("pg two-phase", 1316, limit=SERVER, reaches_rate=False), Side("redis", 5000, limit=SERVER))
+    assert verdict.klass == NOT_COMPARABLE and verdict.why == "pg two-phase cannot reach the compared rate on this box"
 
 
-@pytest.mark.parametrize(("a", "b", "winner"), [(1100, 1000, None), (1000, 1100, None), (1300, 1000, "a"),
-                                                (1000, 1300, "b")])
-def test_inside_the_tie_band_nobody_wins(a, b, winner):
-    verdict = decide(Side("a", a, client_bound=False), Side("b", b, client_bound=False))
-    assert verdict.winner == winner
+def test_no_rate_is_not_decided():
+    assert decide(Side("a", None, limit=SERVER), side("b", 1, 1, 1)).klass == NO_RATE
 
 
-def test_a_rate_winner_needs_the_worst_case_of_the_spread_to_clear_the_band():
-    a = Side("a", 1300, client_bound=False, value_range=(1000, 1400))
-    b = Side("b", 1000, client_bound=False, value_range=(900, 1100))
-    verdict = decide(a, b)
-    assert verdict.spread == pytest.approx((1000 / 1100, 1400 / 900)) and verdict.winner is None
-    clear = decide(Side("a", 3000, client_bound=False, value_range=(2800, 3100)), b)
-    assert clear.winner == "a"
+def test_server_cpu_per_operation_never_decides():
+    # x10 less server CPU per operation, the same rate in overlapping runs: no measurable difference
+    verdict = decide(side("a", 1000, 950, 1050, server_cpu_us_per_op=10.0),
+                     side("b", 1000, 950, 1050, server_cpu_us_per_op=100.0))
+    assert (verdict.klass, verdict.winner, verdict.tie) == (BY_RATE, None, True)
+    # both load-limited with a x4 CPU gap: still not decided
+    floors = decide(side("a", 1000, 950, 1050, LOAD, server_cpu_us_per_op=10.0),
+                    side("b", 1000, 950, 1050, LOAD, server_cpu_us_per_op=40.0))
+    assert floors.klass == LOAD_LIMITED and floors.winner is None
 
 
-def test_a_cpu_winner_needs_the_worst_case_of_the_cpu_spread_to_clear_the_band():
-    a = Side("a", 700, client_bound=True, server_cpu_us_per_op=2400, cpu_range=(1200, 2600))
-    b = Side("b", 900, client_bound=True, server_cpu_us_per_op=1100, cpu_range=(1000, 1300))
-    verdict = decide(a, b)
-    assert verdict.klass == BY_SERVER_CPU and verdict.winner is None
-    assert verdict.spread == pytest.approx((1000 / 2600, 1300 / 1200))
-    b_clear = Side("b", 900, client_bound=True, server_cpu_us_per_op=500, cpu_range=(450, 550))
-    assert decide(Side("a", 700, client_bound=True, server_cpu_us_per_op=2400, cpu_range=(2200, 2600)),
-                  b_clear).winner == "b"
+@pytest.mark.parametrize(("record", "limit"), [
+    ({"limit": {"side": "server", "reason": "server-limited"}, "client_bound": True}, SERVER),
+    ({"limit": {"side": "load", "reason": "load-limited (a floor)"}}, LOAD),
+    ({"limit": {"side": None, "reason": "cannot tell"}, "client_bound": False,
+      "client_bound_reason": "not CPU-bound: the box has idle CPU"}, None),
+    ({"client_bound": True, "client_bound_reason": "client-bound: workers saturated while the server has headroom"},
+     LOAD),
+    ({"client_bound": False, "client_bound_reason": "server-bound: server saturated; client 40% of 200%"}, SERVER),
+    # client and server saturated the shared box together: the server ran short of CPU its client took
+    ({"client_bound": False, "client_bound_reason": "box saturated mostly by the server; client 60% of 200%"}, LOAD),
+    ({"client_bound": False, "client_bound_reason": "not CPU-bound: the box has idle CPU; client 20%"}, NEITHER),
+    ({"client_bound": False, "client_bound_reason": "some other reason"}, NEITHER),
+    ({"client_bound": False, "client_bound_reason": "no CPU samples for client or server: cannot tell"}, None),
+    ({"client_bound": None, "client_bound_reason": "cannot tell: the box was saturated"}, None),
+    ({"client_bound": None, "client_bound_reason": "not applicable: the engine runs inside the client processes"},
+     None),
+    ({"client_bound": None, "client_bound_reason": "window too short for the CPU split"}, None),
+    ({}, None),
+])
+def test_a_records_limit_is_its_own_else_the_old_verdict_mapped(record, limit):
+    assert limit_from_record(record) == limit
 
 
-def test_a_cpu_comparison_without_per_run_cpu_names_no_winner():
-    verdict = decide(Side("a", 7, client_bound=True, server_cpu_us_per_op=120),
-                     Side("b", 9, client_bound=True, server_cpu_us_per_op=40))
-    assert verdict.klass == NOT_BY_HARNESS and verdict.winner is None and "per-run CPU" in verdict.why
+def test_a_shared_core_records_cannot_tell_falls_back_to_its_per_second_verdict():
+    shared = {"limit": {"side": None, "reason": "cannot tell from the sets"},
+              "placement": {"client_and_server_share_cores": True},
+              "client_bound": True, "client_bound_reason": "client-bound: workers saturated"}
+    split = {**shared, "placement": {"client_and_server_share_cores": False}}
+    assert limit_from_record(shared) == LOAD and limit_from_record(split) is None
 
 
-def test_a_harness_side_on_a_box_its_client_saturated_is_not_decided_at_the_server():
-    from pglimits_core.analysis.verdict import AT_SERVER, BY_SERVER_CPU, Side, decide
+def test_a_table_rows_limit_column_wins_and_an_older_table_maps_client_bound():
+    assert limit_from_record(pd.Series({"limit": "server", "client_bound": True})) == SERVER
+    assert limit_from_record(pd.Series({"limit": float("nan"), "client_bound": False})) is None
+    assert limit_from_record(pd.Series({"client_bound": True})) == LOAD
+    assert limit_from_record(pd.Series({"client_bound": False})) == NEITHER
+    assert limit_from_record(pd.Series({"client_bound": float("nan")})) is None
 
-    saturated = Side("pgvector", 900.0, client_bound=False, box_saturated=True, server_cpu_us_per_op=2000.0,
-                     cpu_range=(1900.0, 2100.0))
-    other = Side("qdrant", 1200.0, client_bound=False, server_cpu_us_per_op=1000.0, cpu_range=(950.0, 1050.0))
-    verdict = decide(saturated, other)
-    assert verdict.klass == BY_SERVER_CPU and verdict.winner == "qdrant"
-    assert decide(Side("pgvector", 900.0, client_bound=False), other).klass == AT_SERVER
-    tool = Side("pgvector", 900.0, tool="pgbench", client_bound=False, box_saturated=True)
-    assert decide(tool, other).klass == AT_SERVER  # a C tool's client is light; saturation alone does not void it
+
+@pytest.mark.parametrize(("limits", "combined"), [
+    ([SERVER, SERVER], SERVER), ([SERVER, NEITHER], NEITHER), ([SERVER, LOAD, None], LOAD),
+    ([SERVER, None], None), ([], None), ([NEITHER, "nonsense"], None)])
+def test_a_figure_over_runs_is_a_floor_if_any_run_was_and_unknown_if_any_run_is(limits, combined):
+    assert combined_limit(limits) == combined

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.load.tools.process import ToolCommand, ToolLoad, ToolProcess, require_binary
+from pglimits_core.load.tools.process import (
+    ToolCommand,
+    ToolLoad,
+    ToolProcess,
+    end_margin,
+    require_binary,
+)
 from pglimits_core.load.tools.result import sampled_step, tool_run_result
 
 LOG_PREFIX = "pgbench_log"
@@ -127,6 +133,11 @@ class PgbenchLoad(ToolLoad):
         self.clients, self.duration_s, self.warmup_s = clients, int(duration_s), int(warmup_s)
         self.items_per_transaction = items_per_transaction
         self.client_cores = threads or max(1, min(clients, _cores()))
+
+    def measured_offsets(self) -> tuple[float, float]:
+        """One command: its warm-up, then the measured seconds, ended a little early
+        (``TOOL_END_MARGIN_S``) so the closing read finds the tool still running."""
+        return float(self.warmup_s), float(self.warmup_s + self.duration_s) - end_margin(self.duration_s)
 
     def commands(self) -> list[ToolCommand]:
         connection, env = connection_args(self.dsn)

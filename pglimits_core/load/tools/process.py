@@ -92,6 +92,16 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+#: how much earlier than a tool's own end its exact CPU window closes: the tool's clock starts a few
+#: ms after the command does, and a closing read that finds the tool gone cannot count its CPU
+TOOL_END_MARGIN_S = 0.25
+
+
+def end_margin(duration_s: float) -> float:
+    """The margin for a measured phase of ``duration_s`` (a tenth of a short one)."""
+    return min(TOOL_END_MARGIN_S, duration_s / 10)
+
+
 def require_binary(name: str, path: str | None, fix: str) -> str:
     """``path`` if it is an executable file, else a one-line error naming where it was looked for."""
     if not path or not os.access(path, os.X_OK) or not Path(path).is_file():
@@ -124,6 +134,12 @@ class ToolLoad(abc.ABC):
     @abc.abstractmethod
     def run(self, process: ToolProcess) -> Any:
         """Run every command; the merged ``record.results.RunResult``."""
+
+    def measured_offsets(self) -> tuple[float, float] | None:
+        """The measured window as seconds after the first command starts, when the tool runs one
+        window (the exact CPU counters are read at its bounds); None for a tool that runs several
+        commands in a row (each its own phase)."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         """What the run record says: tool, version, every command line exactly as run."""

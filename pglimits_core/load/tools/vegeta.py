@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from pglimits_core.config import PROJECT_ROOT
-from pglimits_core.load.tools.process import ToolCommand, ToolLoad, ToolProcess, require_binary
+from pglimits_core.load.tools.process import (
+    ToolCommand,
+    ToolLoad,
+    ToolProcess,
+    end_margin,
+    require_binary,
+)
 from pglimits_core.load.tools.result import sampled_step, tool_run_result
 
 FIX = "make setup (needs go: it builds vegeta into .tools/bin)"
@@ -131,6 +137,11 @@ class VegetaLoad(ToolLoad):
         self.targets, self.workers, self.rate, self.op = list(targets), int(workers), rate, op
         self.duration_s, self.warmup_s = float(duration_s), float(warmup_s)
         self.client_cores = os.cpu_count() or 1  # a Go program: its goroutines run on every core
+
+    def measured_offsets(self) -> tuple[float, float]:
+        """One command: its warm-up, then the measured seconds, ended a little early
+        (``TOOL_END_MARGIN_S``) so the closing read finds the tool still running."""
+        return float(self.warmup_s), float(self.warmup_s + self.duration_s) - end_margin(self.duration_s)
 
     def commands(self) -> list[ToolCommand]:
         seconds = self.warmup_s + self.duration_s

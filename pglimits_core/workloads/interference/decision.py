@@ -54,8 +54,18 @@ def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
         found = row.to_dict()
         cells.append(Cell("interference", _scale(found), TARGET, _side("postgres", found),
                           _side("dedicated", found), "sides", figures=(_text("postgres", found), _text("dedicated", found)),
-                          outcome=outcome(found, _baselines_kept_up(inflation, found["tenant"]))))
+                          outcome=outcome(found, _baselines_kept_up(inflation, found["tenant"])),
+                          window_s=measured_seconds(found)))
     return cells
+
+
+def measured_seconds(row: dict[str, Any]) -> float | None:
+    """The shortest window behind a row: the per-second comparison's seconds ("22/34 · 29/34")."""
+    import re
+
+    counts = [int(n) for side in ("postgres", "dedicated")
+              for n in re.findall(r"/(\d+)", str(row.get(f"{side}_seconds_higher") or ""))]
+    return float(min(counts)) if counts else None
 
 
 def outcome(row: dict[str, Any], baselines_kept_up: dict[str, Any]) -> str:

@@ -1,6 +1,7 @@
 """Pub/sub's cells of the decision matrix: per fan-out (subscribers) of the fan-out table, the most
-deliveries/s pg_notify reached flat out (closed loop) against redis_publish's, with the server's
-CPU per delivery.
+deliveries/s pg_notify reached flat out (closed loop) against redis_publish's, judged on rate
+(a side whose publishers and subscribers, not the server, were the limit is a floor), with the
+server's CPU per delivery printed beside it.
 
 Neither persists a message and neither waits for a disk before a bare publish returns: a
 transaction that only notifies writes no WAL before its commit record, so PostgreSQL does not
@@ -15,8 +16,7 @@ import re
 import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, ratio_range, usable
-from pglimits_core.analysis.runs import flag
-from pglimits_core.analysis.verdict import Side
+from pglimits_core.analysis.verdict import Side, limit_from_record
 from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
 from pglimits_core.workloads.pubsub.terms import disk_text, unequal
 
@@ -56,20 +56,12 @@ def _most(rows: pd.DataFrame) -> pd.Series | None:
 
 def side(row: pd.Series | None) -> Side | None:
     """One fan-out row as a side of the verdict (``analysis.verdict``): deliveries/s with the
-    runs' range, the client-bound verdict, and the server's CPU µs per delivery with the runs'
-    lowest and highest (a table without them — older code — gives no CPU range, and a
-    CPU-decided comparison then names no winner: its worst case is unknown)."""
+    runs' range, which side set the limit, and the server's CPU µs per delivery (printed only)."""
     if row is None:
         return None
-    bound, cpu = row["client_bound"], row["server_cpu_ms_per_1k"]  # ms per 1,000 = µs per delivery
-    return Side(str(row["variant"]), float(row["deliveries_per_s"]), client_bound=None if pd.isna(bound) else bool(bound),
-                server_cpu_us_per_op=None if pd.isna(cpu) else float(cpu), value_range=_range(row),
-                cpu_range=_cpu_range(row), box_saturated=flag(row.get("box_saturated")))
-
-
-def _cpu_range(row: pd.Series) -> tuple[float, float] | None:
-    low, high = row.get("server_cpu_us_low"), row.get("server_cpu_us_high")
-    return None if low is None or high is None or pd.isna(low) or pd.isna(high) else (float(low), float(high))
+    cpu = row["server_cpu_ms_per_1k"]  # ms per 1,000 = µs per delivery
+    return Side(str(row["variant"]), float(row["deliveries_per_s"]), limit=limit_from_record(row),
+                server_cpu_us_per_op=None if pd.isna(cpu) else float(cpu), value_range=_range(row))
 
 
 def _range(row: pd.Series) -> tuple[float, float] | None:

@@ -3,10 +3,10 @@ publishers, offered rate and batch), Postgres's row against Redis's, judged by t
 (``analysis.verdict.decide``) from the sides ``decision.side`` builds — the decision matrix's
 own, so the table and the matrix cannot disagree.
 
-At an offered (open-loop) rate only the server's cost decides (both deliver what is offered).
-The server's CPU per delivery (µs, from the server's own processes in the run's samples) is the
-figure that still compares where the Python clients set the rate (client-bound); the verdict
-class says which figure decided each row.
+At an offered (open-loop) rate both deliver what is offered: the rate is no figure of merit there,
+so such a row is not decided. The server's CPU per delivery (µs, from the server's own processes
+in the run's samples) is printed beside every row and decides none: it comes from one or two
+one-second samples per run.
 
 The two sides do not do the same work on disk (a NOTIFY's commit waits for a WAL flush, a
 PUBLISH writes nothing; neither persists the message): the table's caption states it from the
@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.verdict import Side, decide
+from pglimits_core.analysis.verdict import INSIDE_BAND, Side, Verdict, decide, sweep_class
 from pglimits_core.workloads.pubsub.decision import server_of, side
 
 KEY = ["options", "subscribers", "publishers", "rate"]
@@ -46,14 +46,24 @@ def _compare(pg: pd.Series, redis: pd.Series) -> dict:
             "postgres_server_cpu_us_per_delivery": _us(pg), "postgres_client_bound": pg.client_bound,
             "redis": redis.variant, "redis_deliveries_per_s": redis.deliveries_per_s_range,
             "redis_server_cpu_us_per_delivery": _us(redis), "redis_client_bound": redis.client_bound,
-            "verdict_class": verdict.klass, "ratio_postgres_over_redis": verdict.ratio,
+            "verdict_class": sweep_class(verdict.klass), "ratio_postgres_over_redis": verdict.ratio,
             "ratio_spread": "" if verdict.spread is None else f"{verdict.spread[0]:.2f}–{verdict.spread[1]:.2f}",
-            "ahead": verdict.winner or ("no measurable difference" if verdict.ratio else "—"), "why": verdict.why}
+            "ahead": _ahead(verdict), "why": verdict.why}
+
+
+def _ahead(verdict: Verdict) -> str:
+    """The winner; "no measurable difference" only where the runs overlap; who led in every run
+    inside the tie band; "—" when undecided."""
+    if verdict.winner:
+        return verdict.winner
+    if verdict.tie:
+        return "no measurable difference"
+    return f"{verdict.ahead} in every run, inside the tie band" if verdict.klass == INSIDE_BAND else "—"
 
 
 def _at_rate(one: Side, rate: Any) -> Side:
     """At an offered (open-loop) rate both sides deliver what is offered: the rate is no figure
-    of merit there, so only the server's cost per delivery can decide."""
+    of merit there, so the row has no rate to decide on."""
     return one if rate == "flat out" else replace(one, value=None, value_range=None)
 
 

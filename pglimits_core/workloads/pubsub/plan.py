@@ -2,7 +2,8 @@
 
 Repetitions are rounds over every variant (drift on the shared box spreads over all systems);
 the rate searches follow, then the failure modes (commit serialization, idle listeners, the
-stuck subscriber, the largest payload), once each, and the C tools' publish ceiling.
+stuck subscriber, the largest payload), once each, the C tools' publish ceiling, and last the
+capacity experiment (``capacity.py``: per design its ceiling and the rate holding each target).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.experiments.capacity import capacity_points
 from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.pubsub.capacity import pubsub_designs
 from pglimits_core.workloads.pubsub.ceiling import ceiling_points
 from pglimits_core.workloads.pubsub.failures import (
     COMMIT_MODES,
@@ -21,7 +24,8 @@ from pglimits_core.workloads.pubsub.failures import (
 )
 from pglimits_core.workloads.pubsub.points import PubsubVariant, cliff, fanout_point, variant
 
-FILTERED = ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit", "ceiling")
+FILTERED = ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit", "ceiling",
+            "capacity")
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
@@ -35,7 +39,9 @@ def plan(section: Any, profile: Any) -> list[Point]:
     points += [cliff_point(section.cliff, v) for v in chosen(section.cliff, variants)]
     return (points + commit_points(section.commit_serialization, variants)
             + idle_points(section.idle_listeners, variants) + stuck_points(section.stuck_subscriber, variants)
-            + payload_points(section.payload_limit, variants) + ceiling_points(section.ceiling, variants))
+            + payload_points(section.payload_limit, variants) + ceiling_points(section.ceiling, variants)
+            + capacity_points(section.capacity.plan() if section.capacity else None,
+                              pubsub_designs(section.capacity, variants)))
 
 
 def stalls(stuck: Any) -> list[float]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
-from pglimits_core.profiles import CliffSearch, ForVariants, Strict
+from pglimits_core.profiles import CapacitySpec, CliffSearch, ForVariants, Strict
 
 
 class FanoutSweep(ForVariants):
@@ -96,6 +96,18 @@ class PubsubCeiling(ForVariants):
     repetitions: PositiveInt = 1
 
 
+class PubsubCapacity(CapacitySpec):
+    """``capacity:`` (``experiments.capacity``): the core experiment's knobs plus the load's shape.
+    A design per chosen variant and fan-out in ``subscribers``; ``ceiling_clients`` are the
+    flat-out publishers of the ceiling, ``publishers`` the open-loop ones sharing a rate point's
+    offered messages/s; the target is delivery p99 from the intended publish."""
+
+    targets_ms: list[PositiveFloat] = Field(default_factory=lambda: [10.0], min_length=1)
+    subscribers: list[PositiveInt] = Field(default_factory=lambda: [1, 10, 50], min_length=1)
+    publishers: PositiveInt = 4
+    payload_bytes: PositiveInt = 64
+
+
 class PubsubProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
@@ -108,3 +120,4 @@ class PubsubProfile(Strict):
     stuck_subscriber: StuckSubscriber | None = None
     payload_limit: PayloadLimit | None = None
     ceiling: PubsubCeiling | None = None
+    capacity: PubsubCapacity | None = None

@@ -42,9 +42,9 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in a
                "what the publishers achieved in the window (late sends are not throughput). One synchronous "
                "publisher waits for each publish (for Postgres a transaction: an xid and a commit record, not "
                "waited for on disk: the transaction wrote no WAL before it), so flat-out rows with 1 publisher measure that publisher; 4 publishers remove that cap, but on "
-               "2 cores shared with 10 Python subscribers they are still client-bound (ᶜ): there the servers' own "
-               "cost, server CPU ms per 1,000 deliveries, is the figure that compares — between the systems at the "
-               "same point only (it depends on the load: idle cost weighs on low rates). The two make different "
+               "2 cores shared with 10 Python subscribers they are still client-bound (ᶜ). The servers' own cost, "
+               "server CPU ms per 1,000 deliveries, is shown beside them, never deciding (one or two one-second "
+               "samples per run; it depends on the load: idle cost weighs on low rates). The two make different "
                "promises: a NOTIFY is transactional — delivered only if and after its transaction commits (a "
                "transaction that only notifies does not wait for its commit record's flush, whatever "
                "`synchronous_commit` says; one that also writes does) — and held for listeners that fall behind "
@@ -60,10 +60,11 @@ CAPTIONS = {
               "flat out (closed loop). Medians over repetitions; delivered/expected over every run",
     "fanout_head_to_head": "Fan-out head to head, at each point both systems measured: deliveries/s, the server's own "
                            "CPU µs per delivery (median, runs' range; from the server's processes in the run's samples) "
-                           "and the verdict class of analysis/verdict.py — decided at the server (neither side "
-                           "client-bound: the rates compare), by server CPU per delivery (a side client-bound: the "
-                           "servers' cost compares, its worst case over the runs clearing the tie band), or not "
-                           "decided by the harness",
+                           "and the verdict class of analysis/verdict.py, on rate only — decided by rate (neither "
+                           "side's load the limit: the rates' runs compare against the tie band), by a floor above a "
+                           "ceiling (a load-limited side whose worst run beat the other's best beyond the band), or "
+                           "not decided (both load-limited, a floor below the other side, the limit not recorded, or "
+                           "an offered rate both delivered); the server CPU per delivery is shown, never decides",
     "ceiling": CEILING_CAPTION,
     "cliff": "The ceiling at the fan-out shown: highest publish rate with everything delivered and delivery p99 under "
              "the bound (repeated probes near the edge). A failure marked lag-dominated was the publishers falling "

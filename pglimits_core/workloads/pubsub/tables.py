@@ -11,7 +11,14 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.runs import box_saturated, busy_neighbour, entry_rows, measured, trusted
+from pglimits_core.analysis.runs import (
+    box_saturated,
+    busy_neighbour,
+    entry_rows,
+    measured,
+    runs_limit,
+    trusted,
+)
 from pglimits_core.load.ratesearch import Slo, sustainable_rate
 from pglimits_core.workloads.pubsub.ceiling_tables import ceiling_table
 from pglimits_core.workloads.pubsub.failures import COMMIT_MODES
@@ -146,7 +153,8 @@ def fanout_row(group: pd.DataFrame, failed_runs: int) -> dict[str, Any]:
             "server_rss_largest_mib": pd.to_numeric(group.get("server_rss_largest_mib"), errors="coerce").max(),
             "busy_neighbour_runs": int(group.other_cpu_pct.map(busy_neighbour).sum())
             if "other_cpu_pct" in group else 0,
-            "client_bound": _any(group.client_bound), "box_saturated": box_saturated(group)}
+            "client_bound": _any(group.client_bound), "limit": runs_limit(group),
+            "box_saturated": box_saturated(group)}
 
 
 #: subscribers still receiving this share of the expected deliveries after the publishers

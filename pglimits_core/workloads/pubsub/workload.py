@@ -3,12 +3,25 @@ delivery latency and accounting, the ceiling, and the failure modes users run in
 
 from __future__ import annotations
 
-from pglimits_core.registry import Chart, Workload
+from pglimits_core.plotting.capacity import capacity_chart
+from pglimits_core.registry import Chart, Workload, with_capacity
 from pglimits_core.workloads.pubsub import report
+from pglimits_core.workloads.pubsub.capacity import capacity_decisions, capacity_table_of
 from pglimits_core.workloads.pubsub.decision import decisions
 from pglimits_core.workloads.pubsub.plan import plan
 from pglimits_core.workloads.pubsub.profile import PubsubProfile
 from pglimits_core.workloads.pubsub.tables import all_tables, pubsub_frame
+
+
+def pubsub_capacity_chart(table):
+    return capacity_chart(table, unit="messages/s", what="delivery p99 from the intended publish")
+
+
+def pubsub_tables(frame):
+    """Every pub/sub table, the capacity table where the capacity experiment was run."""
+    capacity = capacity_table_of(frame)
+    return {**all_tables(frame), **({"capacity": capacity} if not capacity.empty else {})}
+
 
 WORKLOAD = Workload(
     name="pubsub",
@@ -17,13 +30,14 @@ WORKLOAD = Workload(
     section=PubsubProfile,
     plan=plan,
     frame=pubsub_frame,
-    tables=all_tables,
-    charts=(Chart("fanout", "pubsub-fanout", report.fanout_chart, "delivery_p99_ms"),
+    tables=pubsub_tables,
+    charts=(Chart("capacity", "pubsub-capacity", pubsub_capacity_chart, "capacity_per_s"),
+            Chart("fanout", "pubsub-fanout", report.fanout_chart, "delivery_p99_ms"),
             Chart("cliff_points", "pubsub-cliff", report.cliff_chart, "delivery_p99_ms", under="cliff"),
             Chart("commit_serialization", "pubsub-commit-serialization", report.commit_chart, "writer_tps")),
     report_sections=report.sections,
     readme_lines=report.readme_lines,
     seed_comparison=report.seed_comparison,
     seed_notes=report.SEED_NOTES,
-    decisions=decisions,
+    decisions=with_capacity(capacity_decisions, decisions),
 )

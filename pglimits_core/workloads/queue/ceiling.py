@@ -145,23 +145,25 @@ def tool_variants(section: Any, variants: list[QueueVariant], name: str) -> list
 
 def ceiling_point(run: StudyRun, v: QueueVariant, clients: int, duration_s: int, warmup_s: int,
                   prefill_count: int, requests: int, recorded_as: str = EXPERIMENT,
-                  sizer: PrefillSizer | None = None) -> RecordedRun:
+                  sizer: PrefillSizer | None = None, extra_params: dict | None = None) -> RecordedRun:
     """One tool run on a fresh queue (prefilled and settled where the tool needs a backlog),
     recorded under experiment ``recorded_as``; with a ``sizer``, ``prefill_count`` is the cap."""
-    recorded = _ceiling_run(run, v, clients, duration_s, warmup_s, prefill_count, requests, recorded_as, sizer)
+    recorded = _ceiling_run(run, v, clients, duration_s, warmup_s, prefill_count, requests, recorded_as, sizer,
+                            extra_params or {})
     if sizer is not None:
         sizer.learn(recorded_as, v.label, consumed_per_s(recorded, role=None))
     return recorded
 
 
 def _ceiling_run(run: StudyRun, v: QueueVariant, clients: int, duration_s: int, warmup_s: int,
-                 prefill_count: int, requests: int, experiment: str, sizer: PrefillSizer | None) -> RecordedRun:
+                 prefill_count: int, requests: int, experiment: str, sizer: PrefillSizer | None,
+                 extra_params: dict[str, Any]) -> RecordedRun:
     ctx, tool = run.ctx, CEILING_TOOLS[v.system]
     knobs = {"duration_s": duration_s, "warmup_s": warmup_s, "requests": requests}
     load = tool.load(ctx.endpoints[v.server].url, v, clients, knobs)  # a missing tool fails here
     filled = prefill_count if tool.fills_queue else 0
     params = {"experiment": experiment, "variant": v.label, "options": v.options, "clients": clients,
-              "prefill": filled, **knobs}
+              "prefill": filled, **knobs, **extra_params}
     if sizer is not None and tool.fills_queue:  # sized only when measured, so a resume still matches
         params |= {"prefill": "sized", "prefill_cap": prefill_count, "prefill_rule": sizer.rule()}
     name = f"{experiment}:{v.label}"

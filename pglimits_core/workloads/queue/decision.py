@@ -4,14 +4,14 @@ queue, within one durability class wherever both were measured in it.
 - at each open-loop offered rate of the latency table, with send → claim p99 ≤ 50 ms (from the
   scheduled send to the claim's return; the ack is not in it, see ``latency_names``): a design
   meets the target when most of its runs were sustained within it (k of n), and the cell is
-  decided on that (``target_outcome``), even for client-bound runs;
+  decided on that (``target_outcome``), even for load-limited runs; its words say when one
+  side's p99 was lower in every run;
 - the highest open-loop rate whose p99 met the bound (the cliff search);
 - the best closed-loop throughput of the measured consumer counts, like for like only: the same
   delivery guarantee (a DELETE claim is at-most-once, Redis's LMOVE+LREM at-least-once) and the
-  same batch; a side whose rate the server did not set — client-bound by the CPU split, or slower
-  than its own C tool at the same client count beyond the tie band (``harness_capped_by_ceiling``)
-  — is judged by server CPU per job from its trusted runs only (``analysis.runs.trusted``), and
-  with none the harness does not decide.
+  same batch, judged on rate by the one rule. A side slower than its own C tool at the same
+  client count beyond the tie band (``harness_capped_by_ceiling``) was limited by the harness,
+  not the server: its figure is a floor.
 
 A latency cell whose chosen design's producers never offered the rate (``offered_only``) is no
 verdict on either queue ("not decided here: the harness, not the queue: ..."). Where the server SIGKILL drill lost
@@ -25,11 +25,11 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.decision import Cell, target_outcome, usable
-from pglimits_core.analysis.runs import box_saturated, flag
-from pglimits_core.analysis.verdict import TIE_BAND, Side
+from pglimits_core.analysis.decision import Cell, TargetRuns, target_outcome, usable
+from pglimits_core.analysis.runs import runs_limit
+from pglimits_core.analysis.verdict import LOAD, TIE_BAND, Side, limit_from_record
 from pglimits_core.workloads.queue.durability_tables import sigkill_note
-from pglimits_core.workloads.queue.head_to_head import number, pair
+from pglimits_core.workloads.queue.head_to_head import number
 from pglimits_core.workloads.queue.latency_names import FROM, NAME, P99
 from pglimits_core.workloads.queue.like_for_like import (  # noqa: F401 (the like-for-like test, re-exported)
     batch_of,
@@ -42,14 +42,7 @@ from pglimits_core.workloads.queue.like_for_like import (  # noqa: F401 (the lik
 P99_TARGET_MS = 50.0
 TARGET = f"{NAME} p99 ≤ {P99_TARGET_MS:.0f} ms ({FROM})"
 DEDICATED = "redis"
-
-
-def client_bound(values: pd.Series) -> bool | None:
-    """One verdict for a design's runs: bound if any run was; not bound only if every run says so."""
-    known = values.dropna().astype(bool)
-    if known.any():
-        return True
-    return False if len(known) == len(values) and len(values) else None
+DEDICATED_NAME = "Redis"
 
 
 def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
@@ -63,14 +56,14 @@ def harness_capped_by_ceiling(throughput: pd.DataFrame | None, ceiling: pd.DataF
     """A throughput row whose design's own C tool (pgbench, redis-benchmark) ran the same
     statements at the same client count faster than the harness by more than the tie band shows
     that the harness — its per-call latency, which the CPU split cannot see — set that rate, not
-    the server: the row counts as client-bound (so its cell falls to server CPU per job), and
-    ``harness_capped`` says by how much. Without a matching tool point the sampler's verdict
-    stands."""
+    the server: the row's limit is the load's (its figure a floor), and ``harness_capped`` says
+    by how much. Without a matching tool point the row's own limit stands."""
     needed = ("variant", "clients", "tool_consume_per_s", "harness_over_tool")
     if throughput is None or ceiling is None or ceiling.empty or not set(needed) <= set(ceiling.columns):
         return throughput
     marked = throughput.copy()
     marked["harness_capped"] = ""
+    marked["limit"] = [limit_from_record(row) for _, row in throughput.iterrows()]
     for index, row in marked.iterrows():
         tool = ceiling[(ceiling["variant"] == row["variant"]) & (ceiling["clients"] == row["consumers"])]
         ratio = pd.to_numeric(tool["harness_over_tool"], errors="coerce").dropna()
@@ -78,6 +71,7 @@ def harness_capped_by_ceiling(throughput: pd.DataFrame | None, ceiling: pd.DataF
             continue
         best = tool.loc[ratio.idxmin()]
         marked.at[index, "client_bound"] = True
+        marked.at[index, "limit"] = LOAD
         marked.at[index, "harness_capped"] = (f"its own {best['tool']} at {int(row['consumers'])} clients: "
                                               f"{float(best['tool_consume_per_s']):,.0f} jobs/s, the harness "
                                               f"×{float(best['harness_over_tool']):.2f} of it")
@@ -86,11 +80,12 @@ def harness_capped_by_ceiling(throughput: pd.DataFrame | None, ceiling: pd.DataF
 
 def _latency_design(variant: str, runs: pd.DataFrame) -> dict:
     met = runs["sustained"].astype(bool) & (runs[P99] <= P99_TARGET_MS)
-    p99 = runs[P99].median()
+    p99, low, high = runs[P99].median(), runs[P99].min(), runs[P99].max()
     return {"variant": variant, "met": int(met.sum()), "n": len(runs), "p99": p99,
-            "low": runs[P99].min(), "high": runs[P99].max(), "short": offered_only(runs),
-            "side": Side(variant, 1000 / p99 if p99 else None, client_bound=client_bound(runs["client_bound"]),
-                         box_saturated=flag(box_saturated(runs)))}
+            "low": low, "high": high, "short": offered_only(runs),
+            # the p99 as a higher-is-better figure, and its runs' range the same way round
+            "side": Side(variant, 1000 / p99 if p99 else None, limit=runs_limit(runs),
+                         value_range=(1000 / high, 1000 / low) if low else None)}
 
 
 def _latency_rank(design: dict) -> tuple:
@@ -152,7 +147,9 @@ def _latency_cell(scale: str, pg: dict | None, ded: dict | None) -> Cell:
         f"p99 {pg['low']:,.1f}–{pg['high']:,.1f} ms vs {ded['low']:,.1f}–{ded['high']:,.1f} ms over the runs"
     missing = "no Postgres design in this durability class" if pg is None else "no Redis design in this durability class"
     meets = [d is not None and 2 * d["met"] > d["n"] for d in (pg, ded)]
-    outcome = "" if pg is None or ded is None else target_outcome(*meets, pg["side"], ded["side"])
+    outcome = "" if pg is None or ded is None else target_outcome(
+        *meets, pg["side"], ded["side"], dedicated_name=DEDICATED_NAME,
+        runs=(TargetRuns(pg["met"], pg["n"], pg["low"], pg["high"]), TargetRuns(ded["met"], ded["n"], ded["low"], ded["high"])))
     return Cell("queue", scale, TARGET, pg and pg["side"], ded and ded["side"], "latency",
                 figures=(shown(pg), shown(ded)), spread=spread, postgres_meets=meets[0], missing=missing,
                 outcome=outcome)
@@ -203,21 +200,7 @@ def _peak_cell(durability: str, rows: pd.DataFrame) -> Cell | None:
                 missing="no Postgres design in this durability class" if pg is None
                 else "no Redis design in this durability class",
                 unjudged="not like for like (delivery / batch)" if unlike else "")
-    return replace(cell, unjudged=untrusted_cpu(cell, pg, ded)) if not cell.unjudged else cell
-
-
-def untrusted_cpu(cell: Cell, *rows: pd.Series | None) -> str:
-    """A cell the rate cannot decide (a side not set by its server) falls to server CPU per job;
-    a side with no run whose CPU split can be believed (``server_cpu_runs`` 0) leaves the harness
-    undecided, rather than the rule falling back on the split it doubted. "" otherwise."""
-    if cell.postgres is None or cell.dedicated is None or (cell.postgres.server_side and cell.dedicated.server_side):
-        return ""
-    doubted = [str(row["variant"]) for row in rows if row is not None and row.get("server_cpu_runs") == 0]
-    if not doubted:
-        return ""
-    return (f"the harness cannot tell: {' and '.join(doubted)} not set by the server, and no run of it has a CPU "
-            "split that can be trusted (CPU outside client and server, or \"cannot tell\"): server CPU per job "
-            "cannot decide")
+    return cell
 
 
 def _faster_unpaired(on_pg: pd.DataFrame, chosen: pd.Series | None) -> str:
@@ -239,12 +222,9 @@ def _highest(rows: pd.DataFrame, column: str) -> pd.Series | None:
 def _side(row: pd.Series | None, column: str) -> Side | None:
     if row is None:
         return None
-    bound = row["client_bound"]
     spread = (float(row["min_jobs_per_s"]), float(row["max_jobs_per_s"])) if "min_jobs_per_s" in row else None
-    return Side(str(row["variant"]), float(row[column]), client_bound=None if pd.isna(bound) else bool(bound),
-                value_range=spread, server_cpu_us_per_op=number(row.get("server_cpu_us_per_job")),
-                cpu_range=pair(row.get("min_server_cpu_us_per_job"), row.get("max_server_cpu_us_per_job")),
-                box_saturated=flag(row.get("box_saturated")))
+    return Side(str(row["variant"]), float(row[column]), limit=limit_from_record(row), value_range=spread,
+                server_cpu_us_per_op=number(row.get("server_cpu_us_per_job")))
 
 
 def _peak_text(row: pd.Series | None) -> str:

@@ -6,10 +6,10 @@ row against the best non-Postgres design (Redis, SQLite), any other row against 
 Postgres design — in the same durability class at the same point (consumers; offered rate),
 like for like only (``like_for_like.same_terms``, the decision cells' test: the same delivery
 guarantee and batch). The core rule judges the pair; nothing here re-words it. A side the
-harness itself failed (``undecided``: its producers never offered the rate) is "not decided by
-the harness" whatever its figures. A latency side carries no server CPU per job: at an offered
-rate it measures the consumers' empty polls (a 1 ms idle sleep, a harness parameter), so the
-row is decided by its p99 or not at all. A latency side whose design cannot
+harness itself failed (``undecided``: its producers never offered the rate) is "not decided:
+load-limited" whatever its figures: the load, not the queue, set them. No row is decided by
+server CPU per job (the rule decides on rate only); a latency side carries none at all: at an
+offered rate it measures the consumers' empty polls (a 1 ms idle sleep, a harness parameter). A latency side whose design cannot
 reach the offered rate on this box at all — even its best closed-loop burn-down run, consumers
 alone with no producers, stayed below it (``reach``) — is ``reaches_rate=False``: the pair is
 "not comparable here", never "differ".
@@ -22,8 +22,14 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pglimits_core.analysis.flags import flag_set
-from pglimits_core.analysis.runs import flag
-from pglimits_core.analysis.verdict import NOT_BY_HARNESS, Side, decide
+from pglimits_core.analysis.runs import runs_limit
+from pglimits_core.analysis.verdict import (
+    LOAD_LIMITED,
+    Side,
+    decide,
+    limit_from_record,
+    sweep_class,
+)
 from pglimits_core.workloads.queue.latency_names import P99
 from pglimits_core.workloads.queue.like_for_like import alike, offered_only
 from pglimits_core.workloads.queue.systems.registry import SERVER_FOR
@@ -91,9 +97,9 @@ def _verdict_row(row: pd.Series, sides: pd.DataFrame) -> dict:
     rival = rivals.loc[rivals.better.idxmax()]
     undecided = _undecided(row) or (f"{rival.variant}: {_undecided(rival)}" if _undecided(rival) else "")
     if undecided:
-        return {"versus": rival.variant, "verdict_class": NOT_BY_HARNESS, "verdict_why": undecided}
+        return {"versus": rival.variant, "verdict_class": LOAD_LIMITED, "verdict_why": undecided}
     verdict = decide(row.side, rival.side)
-    return {"versus": rival.variant, "verdict_class": verdict.klass, "verdict_why": verdict.why}
+    return {"versus": rival.variant, "verdict_class": sweep_class(verdict.klass), "verdict_why": verdict.why}
 
 
 def _undecided(row: pd.Series) -> str:
@@ -117,12 +123,10 @@ def throughput_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     sides = pd.DataFrame({
         "variant": table.variant, "durability_class": table.durability_class, "point": table.consumers,
         "better": table.jobs_per_s.fillna(0),
-        "side": [Side(r.variant, number(r.jobs_per_s), client_bound=_bound(r.client_bound),
+        "side": [Side(r.variant, number(r.jobs_per_s), limit=limit_from_record(r),
                       server_cpu_us_per_op=number(r.server_cpu_us_per_job),
-                      value_range=(r.min_jobs_per_s, r.max_jobs_per_s) if pd.notna(r.min_jobs_per_s) else None,
-                      cpu_range=pair(r.min_server_cpu_us_per_job, r.max_server_cpu_us_per_job),
-                      box_saturated=flag(getattr(r, "box_saturated", None)))
-                 for r in table.itertuples()]})
+                      value_range=(r.min_jobs_per_s, r.max_jobs_per_s) if pd.notna(r.min_jobs_per_s) else None)
+                 for _, r in table.iterrows()]})
     return pd.concat([table, verdict_columns(sides)], axis=1)
 
 
@@ -144,22 +148,8 @@ def _latency_side(variant: str, rate: float, runs: pd.DataFrame, reaches: dict[s
     p99 = runs[P99].median()
     p99s = _range(runs[P99])
     # no server CPU per job: at an offered rate it is mostly empty polls (see the module docstring)
-    side = Side(variant, 1000 / p99 if p99 else None, client_bound=_any_bound(runs.client_bound),
+    side = Side(variant, 1000 / p99 if p99 else None, limit=runs_limit(runs),
                 reaches_rate=not cannot_reach(reaches, variant, rate),
                 value_range=(1000 / p99s[1], 1000 / p99s[0]) if p99s and p99s[0] else None)
     return {"variant": variant, "durability_class": runs.durability_class.iloc[0], "point": rate,
             "better": side.value or 0.0, "side": side, "undecided": offered_only(runs)}
-
-
-def _bound(value) -> bool | None:
-    return None if value is None or pd.isna(value) else bool(value)
-
-
-def _any_bound(values: pd.Series) -> bool | None:
-    """Bound if any run was; not bound only if every run says so (decision.py's rule)."""
-    known = [bool(v) for v in values if v is not None and not pd.isna(v)]
-    return True if any(known) else (False if known and len(known) == len(values) else None)
-
-
-def pair(low, high) -> tuple[float, float] | None:
-    return None if low is None or pd.isna(low) or pd.isna(high) else (float(low), float(high))

@@ -15,11 +15,14 @@ from functools import partial
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.experiments.capacity import capacity_points
 from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.queue.capacity import queue_designs
 from pglimits_core.workloads.queue.ceiling import ceiling_points
 from pglimits_core.workloads.queue.drills.consumer_crash import EXPERIMENT as CONSUMER_CRASH
 from pglimits_core.workloads.queue.drills.consumer_crash import consumer_crash_point
 from pglimits_core.workloads.queue.harness_points import harness_bench_points
+from pglimits_core.workloads.queue.placement_points import placement_points
 from pglimits_core.workloads.queue.points import (
     QueueVariant,
     cliff,
@@ -30,7 +33,8 @@ from pglimits_core.workloads.queue.points import (
 )
 from pglimits_core.workloads.queue.prefill_size import PROBED, PrefillSizer
 
-SWEEPS = ("throughput", "steady", "latency", "cliff", "consumer_crash", "ceiling", "harness_bench")
+SWEEPS = ("throughput", "steady", "latency", "cliff", "consumer_crash", "ceiling", "harness_bench", "capacity",
+          "placement_check")
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
@@ -44,6 +48,9 @@ def plan(section: Any, profile: Any) -> list[Point]:
             points += sweep_points(section, v, sizer, repetition)
     points += [cliff_point(section.cliff, v) for v in variants if section.cliff and section.cliff.includes(v.label)]
     points += ceiling_points(section.ceiling, variants)
+    points += capacity_points(section.capacity.plan() if section.capacity else None,
+                              queue_designs(section.capacity, variants))
+    points += placement_points(section.placement_check, variants)
     points += harness_bench_points(section.harness_bench, variants)
     points += consumer_crash_points(section.consumer_crash, variants)
     points += backup_points(section.backup, variants)

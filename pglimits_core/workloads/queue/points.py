@@ -239,7 +239,7 @@ def _scratch() -> Path:
 
 def throughput_point(run: StudyRun, v: QueueVariant, consumers: int, prefill_count: int,
                      duration_s: float, warmup_s: float = 1.0, recorded_as: str = "throughput",
-                     sizer: PrefillSizer | None = None) -> RecordedRun:
+                     sizer: PrefillSizer | None = None, extra_params: dict | None = None) -> RecordedRun:
     """Closed-loop burn-down: ``consumers`` drain a prefilled backlog as fast as they can
     (``recorded_as``: the experiment it is recorded under; the harness benchmark runs the same
     burn-down beside its C tool). With a ``sizer`` the backlog is sized from the variant's
@@ -253,8 +253,8 @@ def throughput_point(run: StudyRun, v: QueueVariant, consumers: int, prefill_cou
         return [Role("consumer", op, workers=consumers, loop=ClosedLoop(idle_sleep_s=IDLE_SLEEP_S))]
 
     if sizer is None:
-        return _run_point(ctx, v, recorded_as, roles, _phases(warmup_s, duration_s), {"consumers": consumers},
-                          prefill_count, seed)
+        return _run_point(ctx, v, recorded_as, roles, _phases(warmup_s, duration_s),
+                          {"consumers": consumers, **(extra_params or {})}, prefill_count, seed)
     seconds = warmup_s + duration_s
 
     def sized() -> int:  # asked only when the point is measured (a resumed study reuses records)
@@ -262,7 +262,7 @@ def throughput_point(run: StudyRun, v: QueueVariant, consumers: int, prefill_cou
             sizer.learn(recorded_as, v.label, probe_rate(ctx, v, sizer.floor, seed))
         return sizer.size(recorded_as, v.label, prefill_count, seconds)
 
-    params = {"consumers": consumers, "prefill_cap": prefill_count, "prefill_rule": sizer.rule()}
+    params = {"consumers": consumers, "prefill_cap": prefill_count, "prefill_rule": sizer.rule(), **(extra_params or {})}
     recorded = _run_point(ctx, v, recorded_as, roles, _phases(warmup_s, duration_s), params, sized, seed)
     sizer.learn(recorded_as, v.label, consumed_per_s(recorded))
     return recorded
@@ -323,9 +323,14 @@ def latency_point(run: StudyRun, v: QueueVariant, rate: float, producers: int, c
 
 
 def point_result(run: RecordedRun, rate: float, duration_s: float) -> PointResult:
-    """What the rate search needs from a latency point: achieved, p50/p99 send → claim, and the
+    """What the rate search needs from a latency point (``reading``)."""
+    return reading(run.summary, rate)
+
+
+def reading(summary: Any, rate: float) -> PointResult:
+    """A latency point's achieved rate, p50/p99 send → claim from the intended send, and the
     backlog growth as a fraction of the offered rate (produced/s − consumed/s, over rate)."""
-    entries = {e.role: e for e in run.summary.entries if e.phase == "measure"} if run.summary else {}
+    entries = {e.role: e for e in summary.entries if e.phase == "measure"} if summary else {}
     producer, consumer = entries.get("producer"), entries.get("consumer")
     send_to_claim = consumer.latencies.get(RECORDED_KIND) if consumer else None
     consumed = consumer.items_per_s if consumer else 0.0

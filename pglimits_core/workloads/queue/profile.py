@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 
-from pglimits_core.profiles import CliffSearch, ForVariants, Strict
+from pglimits_core.profiles import CapacitySpec, CliffSearch, ForVariants, Strict
 
 
 class MoreConsumers(ForVariants):
@@ -151,6 +151,27 @@ class HarnessBench(CeilingSweep):
     prefill: PositiveInt = 60_000
 
 
+class QueueCapacity(CapacitySpec):
+    """``capacity:`` (``experiments.capacity``): the core experiment's knobs plus the load's shape:
+    open-loop producers (one message per enqueue) and closed-loop consumers for the rate points;
+    ``prefill`` caps a ceiling's backlog (each is sized from the design's rate so far)."""
+
+    producers: PositiveInt = 4
+    consumers: PositiveInt = 4
+    prefill: PositiveInt = 800_000
+
+
+class PlacementCheck(ForVariants):
+    """``placement_check:`` the designs' ceilings (``capacity.QueueDesign``) under each of ``modes``,
+    back to back on the same servers (split first: the study's own placement)."""
+
+    modes: list[str] = Field(default_factory=lambda: ["split", "shared"], min_length=2)
+    clients: PositiveInt = 8
+    duration_s: PositiveInt = 10
+    warmup_s: PositiveInt = 2
+    prefill: PositiveInt = 400_000
+
+
 class QueueProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
@@ -163,3 +184,6 @@ class QueueProfile(Strict):
     backup: BackupDrill | None = None
     ceiling: CeilingSweep | None = None
     harness_bench: HarnessBench | None = None
+    capacity: QueueCapacity | None = None
+    #: the ceilings again with everything on every core: what placement changes
+    placement_check: PlacementCheck | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pglimits_core.analysis.verdict import NOT_BY_HARNESS
+from pglimits_core.analysis.verdict import LOAD_LIMITED
 from pglimits_core.workloads.queue import tables as queue_tables
 from pglimits_core.workloads.queue.drills.backup_tables import backup_lines
 from pglimits_core.workloads.queue.drills.consumer_crash_tables import consumer_crash_lines
@@ -98,9 +98,9 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def _latency_cell(runs: pd.DataFrame) -> str:
     """Median p99 over the runs (min–max), ᶜ when any run was client-bound; a rate held in only
     some runs says in how many (k of n), with the p99 of those runs; in none: "not sustained" and
-    which side fell short; a rate the producers never offered: not decided by the harness."""
+    which side fell short; a rate the producers never offered: not decided, the load the limit."""
     if short := offered_only(runs):
-        return f"{NOT_BY_HARNESS}: {short}"
+        return f"{LOAD_LIMITED} ({short})"
     held = runs[runs.sustained.astype(bool)]
     if held.empty:
         return f"not sustained (0 of {len(runs)} runs{_short_sides(runs)})"
@@ -124,7 +124,7 @@ def _short_sides(runs: pd.DataFrame) -> str:
 
 def kept_up_lines(latency: pd.DataFrame | None) -> list[str]:
     """Who kept up at each offered rate, in k of n runs, from the latency records; designs whose
-    producers never offered the rate are counted apart (not decided by the harness)."""
+    producers never offered the rate are counted apart (not decided: the load was the limit)."""
     if latency is None or latency.empty:
         return []
     parts = [f"at {rate:,.0f}/s {_kept_up_at(group)}" for rate, group in latency.groupby("offered_per_s")]
@@ -141,7 +141,7 @@ def _kept_up_at(group: pd.DataFrame) -> str:
         return text
     achieved = group[group.variant.isin(list(short))].groupby("variant").achieved_per_s.median()
     rate = group.offered_per_s.iloc[0]
-    harness = (f"{NOT_BY_HARNESS} for {len(short)} design{'s' if len(short) > 1 else ''} "
+    harness = (f"{LOAD_LIMITED} for {len(short)} design{'s' if len(short) > 1 else ''} "
                f"({offered_text(achieved.min(), achieved.max(), rate)})")
     return f"{text}, {harness}" if text else harness
 

@@ -31,10 +31,11 @@ CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b>
 
 HEAD_TO_HEAD = ("; server_cpu_us_per_job = the server's own CPU per job (µs; every server process the sampler "
                 "saw, Postgres parallel and autovacuum workers included; in the throughput table over the "
-                "runs whose CPU split can be trusted, counted in server_cpu_runs); verdict_class = who set "
-                "the limit (analysis/verdict.py) against `versus`, the best like-for-like design on the "
-                "other side (Postgres / not Postgres): the same durability class, delivery guarantee and "
-                "batch at the same point")
+                "runs whose CPU split can be trusted, counted in server_cpu_runs; shown, never deciding); "
+                "limit = which side set the limit (server, load: the figure a floor, or neither); "
+                "verdict_class = the one rule on rate (analysis/verdict.py) against `versus`, the best "
+                "like-for-like design on the other side (Postgres / not Postgres): the same durability class, "
+                "delivery guarantee and batch at the same point")
 CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down, median over repetitions)" + HEAD_TO_HEAD,
             "steady": "Steady state per consumer count (producers hold a target depth; ≥ = producer-bound)",
             "latency": "Latency at matched offered rates (open loop; enqueue from the intended start; "

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pglimits_core.analysis.flags import flag_set
+from pglimits_core.analysis.runs import runs_limit
 from pglimits_core.analysis.seed import AGREEMENT_SLACK, floor_could_move_it, verdict  # noqa: F401
 from pglimits_core.analysis.seed import range_text as _range_text
-from pglimits_core.analysis.verdict import NOT_COMPARABLE, Side, decide
+from pglimits_core.analysis.verdict import NOT_COMPARABLE, Side, decide, limit_from_record
 from pglimits_core.workloads.queue.durability_tables import (
     CLASSES,
     UNKNOWN,
@@ -152,19 +153,13 @@ def _throughput_point(table: pd.DataFrame, designs: tuple[str, ...], consumers: 
 
 def _throughput_side(row: pd.Series) -> Side:
     cpu = _known(row.get("server_cpu_us_per_job"))
-    low, high = _known(row.get("min_server_cpu_us_per_job")), _known(row.get("max_server_cpu_us_per_job"))
     least, most = _known(row.get("min_jobs_per_s")), _known(row.get("max_jobs_per_s"))
-    return Side(row.variant, float(row.jobs_per_s), client_bound=_verdict_of(row.get("client_bound")),
-                server_cpu_us_per_op=cpu, value_range=(least, most) if least and most else None,
-                cpu_range=(low, high) if low and high else None)
+    return Side(row.variant, float(row.jobs_per_s), limit=limit_from_record(row),
+                server_cpu_us_per_op=cpu, value_range=(least, most) if least and most else None)
 
 
 def _known(value) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
-
-
-def _verdict_of(value) -> bool | None:
-    return None if value is None or pd.isna(value) else bool(value)
 
 
 def _matched_rate(table: pd.DataFrame, a: str, b: str, wanted: float) -> float | None:
@@ -192,9 +187,9 @@ def _latency_point(table: pd.DataFrame, variant: str, rate: float, reaches: dict
     shortfall = (f"{variant} did not sustain {rate:,.0f}/s here (fell short in {short} of {len(rows)} runs)"
                  if short else "")
     p99, unreachable = float(rows[P99].median()), cannot_reach(reaches, variant, rate)
-    bound = [bool(v) for v in rows.client_bound if v is not None and not pd.isna(v)]
-    side = Side(variant, 1000 / p99 if p99 else None, reaches_rate=not unreachable,
-                client_bound=True if any(bound) else (False if bound and len(bound) == len(rows) else None))
+    low, high = rows[P99].min(), rows[P99].max()
+    side = Side(variant, 1000 / p99 if p99 else None, reaches_rate=not unreachable, limit=runs_limit(rows),
+                value_range=(1000 / high, 1000 / low) if low else None)
     return Measured(variant, p99, "; ".join(flags), rate, rows.durability_class.iloc[0], shortfall=shortfall,
                     side=side, unreachable=unreachable)
 

@@ -15,12 +15,15 @@ from pglimits_core.analysis.runs import (
     by_role,
     entry_rows,
     measured,
+    run_limits,
+    runs_limit,
     trusted,
 )
 from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 from pglimits_core.workloads.queue import health as queue_health
 from pglimits_core.workloads.queue import latency_names
+from pglimits_core.workloads.queue.capacity import capacity_table_of
 from pglimits_core.workloads.queue.ceiling_tables import (
     ceiling_table,
     harness_bench_table,
@@ -35,6 +38,7 @@ from pglimits_core.workloads.queue.durability_tables import (
     sort_by_class,
 )
 from pglimits_core.workloads.queue.head_to_head import latency_verdicts, reach, throughput_verdicts
+from pglimits_core.workloads.queue.placement_points import placement_table
 
 COLUMNS = ("run_id", "experiment", "variant", "durability_class", "role", "consumers")
 # Why a run's rate is only a floor for its consumers, per experiment.
@@ -51,11 +55,13 @@ def queue_frame(records: list[dict]) -> pd.DataFrame:
 def _no_verdict_on_unexplained_cpu(frame: pd.DataFrame) -> pd.DataFrame:
     """A run whose machine was busier than its client and server explain (processes the sampler
     missed, or a neighbour) has no trustworthy CPU split: its client-bound verdict is "cannot
-    tell" (None), never a ᶜ or a "not client-bound"."""
+    tell" (None), never a ᶜ or a "not client-bound"; nor can it say which side set the limit."""
     if "other_cpu_pct" not in frame or "client_bound" not in frame:
         return frame
     untrusted = frame.other_cpu_pct.map(busy_neighbour)
-    return frame.assign(client_bound=frame.client_bound.astype(object).where(~untrusted, None))
+    limits = pd.Series(run_limits(frame), index=frame.index, dtype=object)
+    return frame.assign(client_bound=frame.client_bound.astype(object).where(~untrusted, None),
+                        limit=limits.where(~untrusted, None))
 
 
 def queue_run_columns(manifest: dict) -> dict:
@@ -159,7 +165,8 @@ def _sweep_point(runs: pd.DataFrame) -> dict:
             "lower_bound_why": "" if not lower else (f"{len(floors)} of {len(runs)} runs: "
                                                     if censored else "") + floors.lower_bound_why.iloc[0],
             "backlog_ran_out": bool(runs.backlog_ran_out.any()), "depth_not_held": bool(runs.depth_not_held.any()),
-            "client_bound": any_verdict(used.client_bound), "box_saturated": box_saturated(used),
+            "client_bound": any_verdict(used.client_bound), "limit": runs_limit(used),
+            "box_saturated": box_saturated(used),
             # the server's own CPU per job (µs; every server process the sampler saw), median (min–max)
             # over the trusted runs, and how many those are
             "server_cpu_us_per_job": cpu.median() if len(cpu) else None, "server_cpu_runs": len(cpu),
@@ -214,6 +221,7 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
         "enqueue_p50_ms": producer.get("latency_p50_ms"), "enqueue_p99_ms": producer.get("latency_p99_ms"),
         "claim_p50_ms": consumer.get("claim_p50_ms"), "claim_p99_ms": consumer.get("claim_p99_ms"),
         **latency_names.columns(consumer), "client_bound": producer.client_bound,
+        "limit": run_limits(producer),
         # server CPU µs per consumed message, the consumers' idle polls included (see resources)
         "server_cpu_us_per_job": server_cpu_us_per_job(_column(producer, "server_cpu_pct"), consumed),
         "lost": producer.lost, "duplicates": producer.duplicates})
@@ -239,7 +247,7 @@ def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
                           "produced_per_s": producer.items_per_s, "consumed_per_s": consumer.items_per_s,
                           "achieved_per_s": producer.achieved_rate,
                           **latency_names.columns(consumer, ("p50", "p99")), "slo": producer.slo,
-                          "client_bound": producer.client_bound})
+                          "client_bound": producer.client_bound, "limit": run_limits(producer)})
     table["failed"] = [_verdict(row) for row in table.itertuples()]
     return sort_by_class(table, ["variant", "offered_per_s"])
 
@@ -272,6 +280,10 @@ def _cliff_row(name: str, probes: pd.DataFrame) -> dict:
     return {"variant": name, "durability_class": probes.durability_class.iloc[0],
             "sustainable_per_s": held, "first_failed_per_s": first_failed,
             "client_bound": any_verdict(at_held.client_bound) if "client_bound" in at_held else None,
+            # the rate that failed bounds the cliff only if the server, not the load, failed it: the
+            # held rate's probes and the failure's together (a load-limited failure makes a floor)
+            "limit": runs_limit(pd.concat([at_held, failed[failed.offered_per_s == first_failed]]))
+            if len(at_held) else None,
             "why_failed": why.iloc[0] if len(why) else "", "probes": len(probes),
             "probes_per_rate": int(probes.groupby("offered_per_s").size().max())}
 
@@ -309,6 +321,10 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables["fairness"] = fairness_table(frame)
     if not (ceiling := ceiling_table(frame)).empty:  # only where C-tool points were run
         tables["ceiling"] = ceiling
+    if not (capacity := capacity_table_of(frame)).empty:  # only where the capacity experiment was run
+        tables["capacity"] = capacity
+    if not (placement := placement_table(frame)).empty:  # only where the placement check was run
+        tables["placement"] = placement
     if not (bench := harness_bench_table(frame)).empty:  # only where the harness benchmark was run
         tables["harness_bench"] = bench
     return tables

@@ -4,8 +4,10 @@ consumer and server crash drills, and the backup/restore drill."""
 
 from __future__ import annotations
 
-from pglimits_core.registry import Chart, Workload
+from pglimits_core.plotting.capacity import capacity_chart
+from pglimits_core.registry import Chart, Workload, with_capacity
 from pglimits_core.workloads.queue import charts as figures
+from pglimits_core.workloads.queue.capacity_cells import capacity_decisions
 from pglimits_core.workloads.queue.decision import decisions
 from pglimits_core.workloads.queue.drills.backup_tables import backup_chart, backup_tables
 from pglimits_core.workloads.queue.latency_names import P99
@@ -23,6 +25,10 @@ def steady_chart(table):
                "(▲: the producers could not hold the depth — producer-bound, a lower bound)")
 
 
+def queue_capacity_chart(table):
+    return capacity_chart(table, unit="jobs/s", what="send → claim p99 from the intended send")
+
+
 def queue_tables(frame):
     """Every queue table, the backup/restore drill's included."""
     return {**all_tables(frame), **backup_tables(frame)}
@@ -36,7 +42,8 @@ WORKLOAD = Workload(
     plan=plan,
     frame=queue_frame,
     tables=queue_tables,
-    charts=(Chart("throughput", "queue-consumer-sweep", figures.consumer_sweep_chart, "jobs_per_s"),
+    charts=(Chart("capacity", "queue-capacity", queue_capacity_chart, "capacity_per_s"),
+            Chart("throughput", "queue-consumer-sweep", figures.consumer_sweep_chart, "jobs_per_s"),
             Chart("steady", "queue-steady-state", steady_chart, "jobs_per_s"),
             Chart("latency", "queue-latency", figures.latency_chart, P99),
             Chart("cliff_points", "queue-cliff", figures.cliff_chart, "consumed_per_s"),
@@ -47,5 +54,5 @@ WORKLOAD = Workload(
     readme_lines=readme_lines,
     seed_comparison=comparison_table,
     seed_notes=SEED_NOTES,
-    decisions=decisions,
+    decisions=with_capacity(capacity_decisions, decisions),
 )

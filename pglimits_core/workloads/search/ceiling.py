@@ -56,15 +56,16 @@ def ceiling_points(section: Any, setup: Setup, variants: list[SearchVariant]) ->
 
 
 def ceiling_point(run: StudyRun, v: SearchVariant, setup: Setup, stream: str, clients: int, duration_s: int,
-                  warmup_s: int) -> RecordedRun:
-    """One tool run of ``stream`` at ``clients`` on a checked, loaded, warm index."""
+                  warmup_s: int, experiment: str = EXPERIMENT, extra_params: dict[str, Any] | None = None) -> RecordedRun:
+    """One tool run of ``stream`` at ``clients`` on a checked, loaded, warm index, recorded under
+    ``experiment`` with ``extra_params`` (the capacity experiment's ceiling is this run)."""
     ctx, tool = run.ctx, CEILING_TOOLS[v.system]
     url = ctx.endpoints[v.server].url
     queries, params = stream_params(setup, v, stream)
     load = tool.load(url, v, queries, clients, duration_s, warmup_s)  # a missing tool fails here
-    params = {"experiment": EXPERIMENT, "variant": v.label, "clients": clients, "duration_s": duration_s,
-              "warmup_s": warmup_s, **params}
-    name = f"{EXPERIMENT}:{v.label}"
+    params = {"experiment": experiment, "variant": v.label, "clients": clients, "duration_s": duration_s,
+              "warmup_s": warmup_s, **params, **(extra_params or {})}
+    name = f"{experiment}:{v.label}"
     if reused := ctx.reuse(STUDY, v.system, name, {**params, **load.describe()}):
         return reused
     verified(ctx, setup, v)

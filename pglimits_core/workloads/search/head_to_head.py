@@ -1,5 +1,5 @@
-"""Postgres GIN against a Lucene engine, row by row: the server's own CPU per query and the
-who-set-the-limit verdict (``analysis.verdict``) beside each head-to-head figure.
+"""Postgres GIN against a Lucene engine, row by row: the rate verdict (``analysis.verdict``: which
+side set the limit, floors, the tie band) and, printed beside it, the server's own CPU per query.
 
 Server CPU per query = the server process set's CPU (the host sampler's steady median, % of one
 core) over the run's queries/s: ``pct / 100 × 10⁶ / qps`` µs. The core has no helper for it
@@ -18,8 +18,15 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.runs import box_saturated, flag, trusted
-from pglimits_core.analysis.verdict import AT_SERVER, BY_SERVER_CPU, Side, decide
+from pglimits_core.analysis.runs import box_saturated, trusted
+from pglimits_core.analysis.verdict import (
+    DECIDED,
+    INSIDE_BAND,
+    Side,
+    decide,
+    limit_from_record,
+    sweep_class,
+)
 from pglimits_core.workloads.search.systems.registry import SERVER_FOR, system_class
 
 
@@ -67,17 +74,13 @@ def is_postgres_ranked(row: pd.Series) -> bool:
 
 
 def side_of(row: pd.Series) -> Side:
-    """One table row as a side of ``decide``: qps (runs' range), client-bound verdict, server
-    µs per query (runs' range)."""
-    bound = row.get("client_bound")
+    """One table row as a side of ``decide``: qps (runs' range), which side set the limit, and
+    the server µs per query to print beside it."""
     cpu = row["server_cpu_us_per_query"] if "server_cpu_us_per_query" in row else \
         server_us_per_query(row.get("server_cpu_pct"), row["qps"])  # a table without the runs' figure
-    low, high = row.get("server_cpu_us_min"), row.get("server_cpu_us_max")
-    return Side(str(row["variant"]), float(row["qps"]), client_bound=None if pd.isna(bound) else bool(bound),
+    return Side(str(row["variant"]), float(row["qps"]), limit=limit_from_record(row),
                 server_cpu_us_per_op=None if cpu is None or pd.isna(cpu) else float(cpu),
-                value_range=(float(row["min_qps"]), float(row["max_qps"])),
-                cpu_range=None if low is None or pd.isna(low) else (float(low), float(high)),
-                box_saturated=flag(row.get("box_saturated")))
+                value_range=(float(row["min_qps"]), float(row["max_qps"])))
 
 
 def verdict_columns(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -93,7 +96,7 @@ def verdict_columns(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             ahead.append(None)
             continue
         verdict = decide(side_of(pg), side_of(row))
-        classes.append(verdict.klass)
+        classes.append(sweep_class(verdict.klass))
         ahead.append(_ahead(verdict, "engine" if is_engine(str(row["system"])) else str(row["variant"])))
     return table.assign(verdict_class=classes, verdict_ahead=ahead)
 
@@ -106,8 +109,11 @@ def _postgres_ranked(table: pd.DataFrame, row: pd.Series, keys: list[str]) -> pd
 
 def _ahead(verdict, other: str = "engine") -> str | None:
     """"pg_gin ranked ×1.90" (the winner and by how much), "no measurable difference (Postgres /
-    engine ×1.10)" (``other`` names the compared side), or None (undecided)."""
-    if verdict.klass not in (AT_SERVER, BY_SERVER_CPU) or verdict.ratio is None:
+    engine ×1.10)" (``other`` names the compared side; the runs overlap), "opensearch ahead in
+    every run, inside the tie band", or None (undecided)."""
+    if verdict.klass == INSIDE_BAND:
+        return f"{verdict.ahead} ahead in every run, inside the tie band"
+    if verdict.klass not in DECIDED or verdict.ratio is None:
         return None
     if verdict.winner is None:
         return f"no measurable difference (Postgres / {other} ×{verdict.ratio:.2f})"

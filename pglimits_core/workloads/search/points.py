@@ -44,12 +44,13 @@ def _phases(warmup_s: float, duration_s: float) -> list[Phase]:
 
 def throughput_point(run: StudyRun, v: SearchVariant, setup: Setup, stream: str, clients: int,
                      duration_s: float, warmup_s: float, repetition: int = 0,
-                     experiment: str = "throughput") -> RecordedRun:
+                     experiment: str = "throughput", extra_params: dict[str, Any] | None = None) -> RecordedRun:
     """Closed loop: ``clients`` worker processes run ``stream`` back to back. ``repetition``
     (which round of the plan) tells the points of the rounds apart; their records tell apart by
-    run id, so it is not in them."""
+    run id, so it is not in them. ``extra_params`` go into the record (the capacity experiment's
+    stage, target and window)."""
     queries, params = stream_params(setup, v, stream)
-    params = {"experiment": experiment, "variant": v.label, "clients": clients, **params}
+    params = {"experiment": experiment, "variant": v.label, "clients": clients, **params, **(extra_params or {})}
     spec = RunSpec(phases=_phases(warmup_s, duration_s),
                    roles=[Role("client", _operation(run.ctx, v, queries), workers=clients,
                                loop=ClosedLoop(idle_sleep_s=0))],
@@ -128,11 +129,20 @@ def latency_point(run: StudyRun, v: SearchVariant, setup: Setup, stream: str, fr
     """Open loop at ``fraction`` of the slower system's peak in ``stream`` (the same offered rate
     for every system of ``labels``), latency from the intended start."""
     rate, peaks = matched_rate(run.ctx, stream, fraction, labels)
+    matched = {"fraction": fraction, "peaks": {k: round(p, 1) for k, p in sorted(peaks.items())}}
+    return rate_point(run, v, setup, stream, rate, workers, duration_s, warmup_s, extra_params=matched)
+
+
+def rate_point(run: StudyRun, v: SearchVariant, setup: Setup, stream: str, rate: float, workers: int,
+               duration_s: float, warmup_s: float, experiment: str = "latency",
+               extra_params: dict[str, Any] | None = None) -> RecordedRun:
+    """Open loop at the absolute offered ``rate`` (queries/s over ``workers`` processes), latency
+    from the intended start; ``extra_params`` go into the record (how the rate was chosen)."""
     queries, params = stream_params(setup, v, stream)
-    params = {"experiment": "latency", "variant": v.label, "fraction": fraction, "rate": round(rate, 1),
-              "workers": workers, "peaks": {k: round(p, 1) for k, p in sorted(peaks.items())}, **params}
+    params = {"experiment": experiment, "variant": v.label, "rate": round(rate, 1), "workers": workers,
+              **params, **(extra_params or {})}
     spec = RunSpec(phases=_phases(warmup_s, duration_s),
                    roles=[Role("client", _operation(run.ctx, v, queries), workers=workers,
                                loop=OpenLoop(rate=round(rate, 1), drain_s=2.0))],
                    seed=run.seed, start_method="fork")
-    return _measured(run.ctx, setup, v, "latency", spec, params)
+    return _measured(run.ctx, setup, v, experiment, spec, params)

@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from pglimits_core.profiles import ForVariants, Strict
+from pglimits_core.profiles import CapacitySpec, ForVariants, Strict
 
 #: the query streams a throughput sweep can ask for: one per term-frequency class of the
 #: corpus, and ``mixed`` (every class's queries, interleaved in one seeded order)
@@ -93,6 +93,23 @@ class CeilingSweep(ForVariants):
     _streams = field_validator("streams")(known_streams)
 
 
+class SearchCapacity(CapacitySpec):
+    """``capacity:`` (``experiments.capacity``; the designs in ``capacity.py``): the core
+    experiment's knobs plus the load's shape — the query ``stream`` every step runs, and the
+    open-loop ``workers`` (processes, one connection each) that offer a rate point's queries. A
+    ceiling through a load tool (pgbench, vegeta) runs whole seconds: ``ceiling_s`` and
+    ``warmup_s`` are rounded up for it. A probe needs >= 100 queries for its p99 (rate x ``probe_s``)."""
+
+    targets_ms: list[PositiveFloat] = Field(default_factory=lambda: [10.0, 100.0], min_length=1)
+    stream: str = "mixed"
+    workers: PositiveInt = 8
+
+    @field_validator("stream")
+    @classmethod
+    def _stream(cls, stream: str) -> str:
+        return known_streams([stream])[0]
+
+
 class MechanismProbe(Strict):
     """``EXPLAIN (ANALYZE, BUFFERS)`` of the ranked and unranked Postgres statements over every
     crossover bucket's queries (``mechanism.py``), ``repeats`` runs each (the fastest counts).
@@ -126,6 +143,7 @@ class SearchProfile(Strict):
     latency: LatencySweep | None = None
     ceiling: CeilingSweep | None = None
     mechanism: MechanismProbe | None = None
+    capacity: SearchCapacity | None = None
 
     @model_validator(mode="after")
     def _warmup_fits_its_cap(self) -> SearchProfile:

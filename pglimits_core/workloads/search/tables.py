@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.analysis.flags import any_verdict, flag_set
-from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured
+from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured, runs_limit
+from pglimits_core.workloads.search.capacity import capacity_table_of
 from pglimits_core.workloads.search.ceiling_tables import ceiling_table
 from pglimits_core.workloads.search.extensions import extension_table
 from pglimits_core.workloads.search.head_to_head import cpu_columns, verdict_columns
@@ -169,7 +170,7 @@ def qps_table(frame: pd.DataFrame, experiment: str = "throughput") -> pd.DataFra
                     "p99_ms": _med(runs.service_time_p99_ms),
                     "p99_min_ms": runs.service_time_p99_ms.min(), "p99_max_ms": runs.service_time_p99_ms.max(),
                     "p999_ms": _med(runs.get("service_time_p999_ms")),
-                    "client_bound": any_verdict(runs.client_bound),
+                    "client_bound": any_verdict(runs.client_bound), "limit": runs_limit(runs),
                     "client_cpu_pct": _med(runs.client_cpu_pct), "server_cpu_pct": _med(runs.server_cpu_pct),
                     "client_cpu_us_per_query": _med(client_us),
                     **cpu_columns(runs),
@@ -295,6 +296,8 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
             "peak": peak_table(throughput), "crossover": crossover_table(frame),
             "latency": latency_table(frame), "ranking": ranking_table(frame),
             "ceiling": ceiling_table(frame, throughput), "mechanism": mechanism_table(frame)}
+    if not (capacity := capacity_table_of(frame)).empty:  # only where the capacity experiment was run
+        tables["capacity"] = capacity
     return {**tables, "extensions": extension_table(frame, tables)}
 
 

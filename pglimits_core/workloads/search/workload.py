@@ -1,12 +1,14 @@
 """The search study as a registry entry: Postgres GIN + tsvector (ranked and unranked) vs
 Elasticsearch 8.13.4 and OpenSearch 2.19 — load and index, correctness, throughput per
 term-frequency class and the mixed stream, the crossover by match-set size, latency at matched
-rates, ranking agreement."""
+rates, ranking agreement, and capacity (the ceiling and the highest rate holding a p99 target)."""
 
 from __future__ import annotations
 
-from pglimits_core.registry import Chart, Workload
+from pglimits_core.plotting.capacity import capacity_chart
+from pglimits_core.registry import Chart, Workload, with_capacity
 from pglimits_core.workloads.search import charts as search_figures
+from pglimits_core.workloads.search.capacity import capacity_decisions
 from pglimits_core.workloads.search.decision import decisions, extension_decisions
 from pglimits_core.workloads.search.plan import plan, prepare, server_options
 from pglimits_core.workloads.search.profile import SearchProfile
@@ -18,6 +20,10 @@ from pglimits_core.workloads.search.report import (
 )
 from pglimits_core.workloads.search.tables import all_tables, search_frame
 
+
+def search_capacity_chart(table):
+    return capacity_chart(table, unit="queries/s", what="query p99 from the intended start")
+
 WORKLOAD = Workload(
     name="search",
     title="Full-text search",
@@ -26,7 +32,8 @@ WORKLOAD = Workload(
     plan=plan,
     frame=search_frame,
     tables=all_tables,
-    charts=(Chart("throughput", "search-throughput", search_figures.throughput_chart, "qps"),
+    charts=(Chart("capacity", "search-capacity", search_capacity_chart, "capacity_per_s"),
+            Chart("throughput", "search-throughput", search_figures.throughput_chart, "qps"),
             Chart("crossover", "search-crossover", search_figures.crossover_chart, "qps"),
             Chart("latency", "search-latency", search_figures.latency_chart, "latency_p99_ms")),
     report_sections=report_sections,
@@ -36,6 +43,6 @@ WORKLOAD = Workload(
     prepare=prepare,
     server_options=server_options,
     require_servers=True,
-    decisions=decisions,
+    decisions=with_capacity(capacity_decisions, decisions),
     extension_decisions=extension_decisions,
 )

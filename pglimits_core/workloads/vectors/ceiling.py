@@ -103,15 +103,18 @@ def ceiling_points(section: Any, setup: Setup, variants: list[VectorsVariant]) -
 
 
 def ceiling_point(run: StudyRun, v: VectorsVariant, setup: Setup, ef: int, clients: int, repetition: int,
-                  duration_s: int, warmup_s: int) -> RecordedRun:
-    """One tool run at ``ef`` on the sweep's index, after the tool's own check."""
+                  duration_s: int, warmup_s: int, recorded_as: str = EXPERIMENT,
+                  extra_params: dict[str, Any] | None = None) -> RecordedRun:
+    """One tool run at ``ef`` on the sweep's index, after the tool's own check; ``recorded_as``:
+    the experiment of the record (the capacity ceiling runs this same point), ``extra_params``
+    added to its params."""
     tool = CEILING_TOOLS[v.system]
     _, data = dataset(setup)
     knobs = {"duration_s": duration_s, "warmup_s": warmup_s}
     load = tool.load(run.ctx.endpoints[v.server], setup, data.queries, ef, clients, knobs)  # a missing tool fails here
-    params = {"experiment": EXPERIMENT, "variant": v.label, **setup.params(), "ef": ef, "clients": clients,
-              "repetition": repetition, **knobs, "ef_set_by": tool.ef_set_by(ef)}
-    name = f"{EXPERIMENT}:{v.label}"
+    params = {"experiment": recorded_as, "variant": v.label, **setup.params(), "ef": ef, "clients": clients,
+              "repetition": repetition, **knobs, "ef_set_by": tool.ef_set_by(ef), **(extra_params or {})}
+    name = f"{recorded_as}:{v.label}"
     if reused := run.ctx.reuse(STUDY, v.system, name, {**params, **load.describe()}):
         return reused
     with _system(run.ctx, v, setup) as system:

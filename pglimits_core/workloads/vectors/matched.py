@@ -18,11 +18,12 @@ no run pairing had. A repetition missing at either bracket is dropped; ``runs`` 
 repetitions used (records without a recorded repetition number their point's runs in time).
 
 Every row carries its own verdicts: ``client_bound`` (recorded per run; set if any run of either
-bracketing point was client-bound) and ``box_saturated`` (client + server CPU at or above
-``SATURATED_SHARE`` of the box's cores: the rate measures the box). ``MARKS`` defines the two
-markers ``qps_text`` carries for them. The verdict class of Qdrant against pgvector at each
-(target, clients) comes from ``analysis.verdict.decide`` on the ``side`` of each row — the one
-place a vectors row becomes a ``Side`` (``decision.py`` too).
+bracketing point was client-bound), ``limit`` (which side set the limit: both bracketing points'
+runs together, ``analysis.verdict.combined_limit``) and ``box_saturated`` (client + server CPU
+at or above ``SATURATED_SHARE`` of the box's cores). ``MARKS`` defines the two markers
+``qps_text`` carries for the first and the last. The verdict class of Qdrant against pgvector at
+each (target, clients) comes from ``analysis.verdict.decide`` on the ``side`` of each row — the
+one place a vectors row becomes a ``Side`` (``decision.py`` too).
 """
 
 from __future__ import annotations
@@ -31,8 +32,16 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.runs import SATURATED_SHARE, flag, trusted
-from pglimits_core.analysis.verdict import TIE_BAND, Side, decide
+from pglimits_core.analysis.runs import SATURATED_SHARE, trusted
+from pglimits_core.analysis.verdict import (
+    LOAD,
+    TIE_BAND,
+    Side,
+    combined_limit,
+    decide,
+    limit_from_record,
+    sweep_class,
+)
 
 TARGETS = (0.90, 0.95, 0.99)
 PAIR = ("qdrant hnsw", "pgvector hnsw")  # the head-to-head: A / B of the ratio and the verdict
@@ -218,7 +227,8 @@ def _figures(hi: pd.Series, points: list[pd.Series], values: dict[str, Any], rec
             "qps_min": low, "qps_max": high, "qps_spread": high / low if low and high else None,
             "runs": values.get("runs"), "server_cpu_runs": values.get("cpu_runs"), "recall_worst5_mean": values.get("recall_worst5_mean"), **us,
             "client_cpu_ms_per_query": values.get("client_cpu_ms"), "box_cpu_pct": box, "cores": cores,
-            "client_bound": client_bound, "box_saturated": saturated, "qps_text": qps_text(qps, client_bound, saturated)}
+            "client_bound": client_bound, "limit": combined_limit(limit_from_record(p) for p in points),
+            "box_saturated": saturated, "qps_text": qps_text(qps, client_bound, saturated)}
 
 
 def qps_text(qps: float, client_bound: bool | None, saturated: bool | None) -> str:
@@ -243,20 +253,14 @@ def server_us(row: pd.Series, key: str = "per_query") -> float | None:
 
 
 def side(row: pd.Series | None) -> Side | None:
-    """A matched row as one side of ``analysis.verdict.decide``: its QPS and the runs' range, its
-    client-bound verdict, its server CPU per query and that figure's range over the runs."""
+    """A matched row as one side of ``analysis.verdict.decide``: its QPS and the runs' range,
+    which side set the limit, and its server CPU per query (printed beside the cell only)."""
     if row is None:
         return None
-    bound = row.get("client_bound")
-    low, high = server_us(row, "min"), server_us(row, "max")
-    cpu_runs = row.get("server_cpu_runs")
-    if cpu_runs is not None and not pd.isna(cpu_runs) and int(cpu_runs) < 2:
-        low = high = None  # one run's CPU is no spread: a cell it would decide names no winner
     qps_min, qps_max = row.get("qps_min"), row.get("qps_max")
-    return Side(str(row["variant"]), float(row["qps"]), client_bound=None if bound is None or pd.isna(bound) else bool(bound),
+    return Side(str(row["variant"]), float(row["qps"]), limit=limit_from_record(row),
                 server_cpu_us_per_op=server_us(row),
-                value_range=None if qps_min is None or pd.isna(qps_min) else (float(qps_min), float(qps_max)),
-                cpu_range=(low, high) if low and high else None, box_saturated=flag(row.get("box_saturated")))
+                value_range=None if qps_min is None or pd.isna(qps_min) else (float(qps_min), float(qps_max)))
 
 
 def _reached(rows: pd.DataFrame) -> pd.Series | None:
@@ -272,7 +276,7 @@ def with_verdicts(table: pd.DataFrame) -> pd.DataFrame:
         a, b = (_reached(same[same.variant == v]) for v in PAIR)
         paired = row.variant == PAIR[0] and a is not None and b is not None
         ratios.append(round(a.qps / b.qps, 3) if paired and b.qps else None)
-        classes.append(decide(side(a), side(b)).klass if paired else None)
+        classes.append(sweep_class(decide(side(a), side(b)).klass) if paired else None)
     return table.assign(ef=table.ef.astype("Int64"), ef_low=table.ef_low.astype("Int64"),
                         qdrant_over_pgvector=ratios, verdict=classes, qdrant_over_this=gaps_to_qdrant(table))
 
@@ -293,10 +297,10 @@ def harness_capped_by_ceiling(matched: pd.DataFrame, ceiling: pd.DataFrame | Non
     """An engine's own C load tool that went faster than the harness by more than the tie band,
     at the same client count and at an ef the matched row was read between, shows that the
     harness — not the server — set that row's QPS (with one client the client's time is in series
-    with the server's): such rows count as client-bound, so their comparison is decided by server
-    CPU per query or not at all. A row whose bracketing ef no tool point measured keeps the
-    sampler's verdict (a tool faster at ef 64 says nothing about ef 16-32, nor one within the band
-    at ef 320 about ef 64). Records without a ceiling keep the sampler's verdict."""
+    with the server's): such rows count as client-bound, their limit the load's (a floor). A row
+    whose bracketing ef no tool point measured keeps the sampler's verdict (a tool faster at ef 64
+    says nothing about ef 16-32, nor one within the band at ef 320 about ef 64). Records without a
+    ceiling keep the sampler's verdict."""
     needed = ("variant", "clients", "ef", "tool_over_harness")
     if ceiling is None or ceiling.empty or not set(needed) <= set(ceiling.columns) or matched.empty:
         return matched
@@ -304,6 +308,7 @@ def harness_capped_by_ceiling(matched: pd.DataFrame, ceiling: pd.DataFrame | Non
     marked = matched.copy()
     if "client_bound" not in marked:
         marked["client_bound"] = None
+    marked["limit"] = [limit_from_record(row) for _, row in matched.iterrows()]
     for index, row in marked.iterrows():
         high = pd.to_numeric(row.get("ef"), errors="coerce")
         low = pd.to_numeric(row.get("ef_low"), errors="coerce")
@@ -314,4 +319,5 @@ def harness_capped_by_ceiling(matched: pd.DataFrame, ceiling: pd.DataFrame | Non
         efs = pd.to_numeric(tools["ef"], errors="coerce")
         if ((efs >= low) & (efs <= high)).any():
             marked.at[index, "client_bound"] = True
+            marked.at[index, "limit"] = LOAD
     return marked

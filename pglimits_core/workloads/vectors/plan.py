@@ -4,8 +4,9 @@ The dataset's difficulty first (it needs no server state), then each engine's bu
 every sweep point queries), then the sweep in rounds — repetition, ef, variant, client count —
 so drift on the shared box spreads over every system and ef rather than landing on one; then each
 engine's C load tool on the sweep's index (``ceiling.py``), the open-loop latency at a matched rate
-(it reads the sweep's records), and the filtered search last (Qdrant's tagged collection replaces
-its plain one).
+(it reads the sweep's records), the capacity experiment per (engine, ef) design (``capacity.py``:
+the ceiling, then the highest rate holding the p99 target, on the same plain index), and the
+filtered search last (Qdrant's tagged collection replaces its plain one).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.experiments.capacity import capacity_points
 from pglimits_core.studies.study import Point, point
+from pglimits_core.workloads.vectors.capacity import vectors_designs
 from pglimits_core.workloads.vectors.ceiling import ceiling_points
 from pglimits_core.workloads.vectors.points import (
     VARIANTS,
@@ -54,7 +57,10 @@ def plan(section: Any, profile: Any) -> list[Point]:
     points += sweep_points(section, setup, variants)
     points += ceiling_points(_checked_ceiling(section), setup, variants)
     filtered = _filtered_variants(section.filtered, hnsw)
-    return points + latency_points(section.latency, setup, hnsw) + filtered_points(section.filtered, setup, filtered)
+    points += latency_points(section.latency, setup, hnsw)
+    points += capacity_points(section.capacity.plan() if section.capacity else None,
+                              vectors_designs(section.capacity, setup, variants))
+    return points + filtered_points(section.filtered, setup, filtered)
 
 
 def _filtered_variants(f: Any, hnsw: list[VectorsVariant]) -> list[VectorsVariant]:

@@ -244,23 +244,29 @@ def recall_outcome(data, found: list[list[int]], epsilon: float,
             "recall_queries": len(per_query), "rows_min": int(rows.min()), "rows_mean": float(rows.mean())}
 
 
-def sweep_point(run: StudyRun, v: VectorsVariant, setup: Setup, ef: int | None, clients: int, repetition: int,
-                with_recall: bool, duration_s: float, warmup_s: float,
-                recall_queries: int | None = None) -> RecordedRun:
-    """``clients`` closed-loop workers query at ``ef`` for ``duration_s``; with ``with_recall``
-    every query (or the first ``recall_queries``) is first answered once, untimed, and scored
-    against the exact truth."""
+def recall_score(setup: Setup, recall_queries: int | None = None) -> Callable[[Any, VectorSystem], dict[str, Any]]:
+    """A query point's ``score``: every query (or the first ``recall_queries``) answered once,
+    untimed, and scored against the exact truth."""
 
     def score(data, system: VectorSystem) -> dict[str, Any]:
-        if not with_recall:
-            return {}
         scored = _first_queries(data, recall_queries)
         return recall_outcome(scored, answers(system, scored.queries), setup.epsilon)
 
-    params = {"ef": ef, "clients": clients, "repetition": repetition, "with_recall": with_recall}
+    return score
+
+
+def sweep_point(run: StudyRun, v: VectorsVariant, setup: Setup, ef: int | None, clients: int, repetition: int,
+                with_recall: bool, duration_s: float, warmup_s: float, recall_queries: int | None = None,
+                recorded_as: str = "sweep", extra_params: dict[str, Any] | None = None) -> RecordedRun:
+    """``clients`` closed-loop workers query at ``ef`` for ``duration_s``; with ``with_recall``
+    recall is scored first (``recall_score``). ``recorded_as``: the experiment of the record (the
+    capacity ceiling runs this same point), ``extra_params`` added to its params."""
+    score = recall_score(setup, recall_queries) if with_recall else (lambda _data, _system: {})
+    params = {"ef": ef, "clients": clients, "repetition": repetition, "with_recall": with_recall,
+              **(extra_params or {})}
     if recall_queries is not None:
         params["recall_queries"] = recall_queries
-    return _query_point(run, v, setup, "sweep", params, None, score, duration_s, warmup_s)
+    return _query_point(run, v, setup, recorded_as, params, None, score, duration_s, warmup_s)
 
 
 def filtered_point(run: StudyRun, v: VectorsVariant, setup: Setup, selectivity_pct: int, ef: int, clients: int,
@@ -328,11 +334,21 @@ def latency_point(run: StudyRun, v: VectorsVariant, setup: Setup, hnsw: list[Vec
     """Open loop at one offered rate for every engine, each at its own smallest ef reaching
     ``target_recall``: latency from the intended start (coordinated omission corrected)."""
     matched = matched_rate(run.ctx, hnsw, target_recall, fraction)
-    mine = matched["by_variant"][v.label]
-    knobs = {"ef": mine["ef"], "clients": workers, "repetition": repetition, "target_recall": target_recall,
-             "rate_fraction": fraction, "rate": matched["rate"]}
-    return _query_point(run, v, setup, "latency", knobs, None, lambda _data, _system: {"matched": matched},
-                        duration_s, warmup_s, loop=OpenLoop(rate=matched["rate"], drain_s=2.0))
+    knobs = {"repetition": repetition, "target_recall": target_recall, "rate_fraction": fraction,
+             "rate": matched["rate"]}
+    return open_loop_point(run, v, setup, matched["by_variant"][v.label]["ef"], matched["rate"], workers, duration_s,
+                           warmup_s, extra_params=knobs, score=lambda _data, _system: {"matched": matched})
+
+
+def open_loop_point(run: StudyRun, v: VectorsVariant, setup: Setup, ef: int, rate: float, workers: int,
+                    duration_s: float, warmup_s: float, recorded_as: str = "latency",
+                    extra_params: dict[str, Any] | None = None, score: Any = None) -> RecordedRun:
+    """``workers`` open-loop workers offer an absolute ``rate`` (queries/s) at ``ef``: latency from
+    the intended start (coordinated omission corrected); ``score(data, system)``, if given, runs
+    first, untimed, into the record's outcome."""
+    knobs = {"ef": ef, "clients": workers, **(extra_params or {})}
+    return _query_point(run, v, setup, recorded_as, knobs, None, score or (lambda _data, _system: {}),
+                        duration_s, warmup_s, loop=OpenLoop(rate=rate, drain_s=2.0))
 
 
 def _query_point(run: StudyRun, v: VectorsVariant, setup: Setup, experiment: str, knobs: dict[str, Any],

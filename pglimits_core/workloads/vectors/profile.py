@@ -3,9 +3,9 @@ the profile's ``datasets: vectors:`` spec."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, PositiveFloat
 
-from pglimits_core.profiles import Strict
+from pglimits_core.profiles import CapacitySpec, Strict
 
 
 class Difficulty(Strict):
@@ -51,6 +51,27 @@ class Ceiling(Strict):
     warmup_s: int = Field(1, ge=0)
 
 
+class RecallDesign(Strict):
+    """One capacity design: an engine at the ef it needs to reach ``recall`` (the upper ef of the
+    pair the sweep's records bracket the target between, so the design reaches it; the capacity
+    table carries the recall measured at that ef)."""
+
+    variant: str
+    ef: int = Field(ge=10, description="hnsw.ef_search / hnsw_ef, >= k = 10")
+    recall: float = Field(gt=0, le=1, description="the recall target this ef reaches")
+
+
+class VectorsCapacity(CapacitySpec):
+    """``capacity:`` (``experiments.capacity``): the core experiment's knobs, per design of
+    ``designs`` (engine, ef); the rate points' ``workers`` open-loop workers; recall scored at the
+    design's first rate point on the first ``recall_queries`` queries (None: every query)."""
+
+    targets_ms: list[PositiveFloat] = Field(default_factory=lambda: [10.0], min_length=1)
+    designs: list[RecallDesign] = Field(min_length=1)
+    workers: int = Field(8, ge=1, description="open-loop workers of the rate points (a connection each)")
+    recall_queries: int | None = Field(None, ge=1)
+
+
 class VectorsProfile(Strict):
     variants: list[str] = Field(default_factory=lambda: ["pgvector hnsw", "qdrant hnsw", "pgvector exact"])
     m: int = Field(16, ge=2)
@@ -69,3 +90,4 @@ class VectorsProfile(Strict):
     latency: Latency | None = None
     filtered: Filtered | None = None
     ceiling: Ceiling | None = None
+    capacity: VectorsCapacity | None = None

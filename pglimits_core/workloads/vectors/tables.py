@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured, trusted
+from pglimits_core.analysis.runs import (
+    busy_neighbour,
+    entry_rows,
+    measured,
+    run_limits,
+    trusted,
+)
+from pglimits_core.analysis.verdict import combined_limit
 from pglimits_core.workloads.vectors.matched import (
     harness_capped_by_ceiling,
     matched_table,
@@ -36,7 +43,7 @@ _OUTCOME_NESTED = ("lid", "rc", "gap_l2", "gap_ip", "nn_distance", "kth_distance
 SWEEP_COLUMNS = ["variant", "ef", "clients", "qps", "qps_min", "qps_max", "runs", "recall_mean",
                  "recall_worst5_mean", "recall_p5", "recall_spread", "rows_min", "p50_ms", "p99_ms",
                  "server_cpu_ms_per_query", "server_cpu_ms_min", "server_cpu_ms_max", "client_cpu_ms_per_query", "box_cpu_pct", "cores", "unaccounted_cpu_runs",
-                 "client_bound"]
+                 "client_bound", "limit"]
 
 
 def _outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -153,10 +160,17 @@ def sweep_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "runs": len(group), **got,
                     "p50_ms": _median(group, "service_time_p50_ms"), "p99_ms": _median(group, "service_time_p99_ms"),
                     **cpu_per_query(group), "unaccounted_cpu_runs": _unaccounted(group),
-                    "client_bound": _client_bound(trusted(group))})
+                    "client_bound": _client_bound(trusted(group)), "limit": _limit(group)})
     table = pd.DataFrame(out, columns=SWEEP_COLUMNS)
     table = table.assign(ef=table.ef.astype("Int64"))  # the exact scan has none
     return table.sort_values(["variant", "clients", "ef"], na_position="first").reset_index(drop=True)
+
+
+def _limit(group: pd.DataFrame) -> str | None:
+    """The limit of the figure the runs give together: a run whose CPU split is not trusted (a
+    busy neighbour) still counts in the figure, so its unknown limit makes the figure's unknown."""
+    known = trusted(group)
+    return combined_limit([*run_limits(known), *([None] * (len(group) - len(known)))])
 
 
 def _client_bound(runs: pd.DataFrame) -> bool | None:
@@ -264,6 +278,7 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {"difficulty": pd.DataFrame(), "build": pd.DataFrame(),
                 "sweep": pd.DataFrame(columns=SWEEP_COLUMNS), "matched": pd.DataFrame(),
                 "filtered": pd.DataFrame(columns=FILTERED_COLUMNS), "latency": pd.DataFrame(columns=LATENCY_COLUMNS)}
+    from pglimits_core.workloads.vectors.capacity import capacity_table_of
     from pglimits_core.workloads.vectors.ceiling_tables import ceiling_table
 
     sweep = sweep_table(frame)
@@ -273,6 +288,8 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
         tables["ceiling"] = ceiling
         # one classifier for the table and the decision matrix: the tool's evidence marks the rows
         tables["matched"] = with_verdicts(harness_capped_by_ceiling(tables["matched"], ceiling))
+    if not (capacity := capacity_table_of(frame)).empty:  # only where the capacity experiment was run
+        tables["capacity"] = capacity
     return tables
 
 

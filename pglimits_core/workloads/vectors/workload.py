@@ -3,7 +3,9 @@ exact scan's cost, each engine's build cost and the dataset's difficulty."""
 
 from __future__ import annotations
 
-from pglimits_core.registry import Chart, Workload
+from pglimits_core.plotting.capacity import capacity_chart
+from pglimits_core.registry import Chart, Workload, with_capacity
+from pglimits_core.workloads.vectors.capacity import capacity_decisions
 from pglimits_core.workloads.vectors.decision import decisions, extension_decisions
 from pglimits_core.workloads.vectors.plan import plan
 from pglimits_core.workloads.vectors.profile import VectorsProfile
@@ -19,6 +21,11 @@ from pglimits_core.workloads.vectors.report import (
 )
 from pglimits_core.workloads.vectors.tables import all_tables, vectors_frame
 
+
+def vectors_capacity_chart(table):
+    return capacity_chart(table, unit="queries/s", what="query p99 from the intended start")
+
+
 WORKLOAD = Workload(
     name="vectors",
     title="Vectors",
@@ -27,7 +34,8 @@ WORKLOAD = Workload(
     plan=plan,
     frame=vectors_frame,
     tables=all_tables,
-    charts=(Chart("sweep", "vectors-recall-qps", pareto_chart, "recall_mean", under="matched"),
+    charts=(Chart("capacity", "vectors-capacity", vectors_capacity_chart, "capacity_per_s"),
+            Chart("sweep", "vectors-recall-qps", pareto_chart, "recall_mean", under="matched"),
             Chart("sweep", "vectors-recall-ef", recall_chart, "recall_mean"),
             Chart("build", "vectors-build", build_chart, "build_s"),
             Chart("filtered", "vectors-filtered", filtered_chart, "recall_mean")),
@@ -35,6 +43,6 @@ WORKLOAD = Workload(
     readme_lines=readme_lines,
     seed_comparison=seed_comparison,
     seed_notes=SEED_NOTES,
-    decisions=decisions,
+    decisions=with_capacity(capacity_decisions, decisions),
     extension_decisions=extension_decisions,
 )

@@ -35,6 +35,9 @@ PROMISES: dict[str, Promise] = {
 }
 FSYNC_OFF = Promise(NONE, False, "fsync=off: Postgres never fsyncs (and synchronous_commit "
                                  "decides whether the WAL even reached the kernel)")
+UNLOGGED = Promise(NONE, False, "UNLOGGED table: its rows write no WAL, and crash recovery truncates "
+                                "it, so every job waiting or claimed at a server crash is lost")
+PERSISTENCE_SQL = "SELECT relpersistence FROM pg_class WHERE oid = %s::regclass"
 
 
 class PostgresQueueBase(QueueAdapter):
@@ -100,7 +103,21 @@ class PostgresQueueBase(QueueAdapter):
     def durability_description(self) -> dict[str, Any]:
         if self.server_settings()["fsync"] == "off":
             return FSYNC_OFF.describe("fsync=off")
+        if self.unlogged_tables():
+            return UNLOGGED.describe(f"persistence=unlogged ({', '.join(self.unlogged_tables())})")
         return super().durability_description()
+
+    def unlogged_tables(self) -> list[str]:
+        """The queue's tables the server holds UNLOGGED right now (read back, not assumed)."""
+        return [t for t in self.queue_tables() if self.conn.execute(PERSISTENCE_SQL, (t,)).fetchone()[0] == "u"]
+
+    def set_persistence(self) -> None:
+        """The queue's tables LOGGED or UNLOGGED as the variant asks (the same table serves every
+        variant, so a logged variant after an unlogged one turns it back)."""
+        want = "unlogged" if self.options.get("persistence") == "unlogged" else "logged"
+        for table in self.queue_tables():
+            if (table in self.unlogged_tables()) != (want == "unlogged"):
+                self.conn.execute(sql.SQL("ALTER TABLE {} SET " + want.upper()).format(sql.Identifier(*table.split("."))))
 
     def base_description(self, **extra: Any) -> dict[str, Any]:
         return super().base_description(client=f"psycopg {psycopg.__version__} (prepared, autocommit)",

@@ -80,6 +80,7 @@ class SkipLockedQueue(PostgresQueueBase):
 
     def setup(self) -> None:
         self.run_script(SCHEMA_SQL)
+        self.set_persistence()
 
     def reset(self) -> None:
         self.run(RESET_SQL)

@@ -56,9 +56,11 @@ def text(value: Any) -> str:
 
 _COMMON = {"batch": positive_int, "worker_id": text, "worker_index": lambda v: int(v)}
 _POSTGRES = {**_COMMON, "synchronous_commit": one_of("on", "off", "local", "remote_write")}
+# the hand-rolled queue's table may be UNLOGGED: no WAL for its rows, truncated by crash recovery
+_SKIPLOCKED = {**_POSTGRES, "persistence": one_of("logged", "unlogged")}
 VARIANT_OPTIONS: dict[str, dict[str, Callable[[Any], Any]]] = {
-    "pg_skiplocked": _POSTGRES,
-    "pg_delete": _POSTGRES,
+    "pg_skiplocked": _SKIPLOCKED,
+    "pg_delete": _SKIPLOCKED,
     "pgmq": {**_POSTGRES, "mode": one_of("delete", "archive"), "vt_s": positive_int,
              "queue": text},
     # "none" = no persistence at all (appendonly no), not Redis' own "appendfsync no"

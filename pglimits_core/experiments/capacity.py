@@ -1,0 +1,191 @@
+"""Capacity, the headline of every workload: the ceiling, and the highest rate holding a target.
+
+The field's form (SPECjbb's max-jOPS and critical-jOPS, MLPerf's server scenario): for one design
+
+1. **the ceiling** — closed loop, as many clients as the profile names, each repetition a steady
+   window; its run record says which CPU set was saturated (``limit``: a server-limited ceiling, or
+   a load-limited floor, "≥ x");
+2. **capacity at each latency target** — a coarse search with short open-loop probes
+   (``load.ratesearch``: step up, bisect) for the highest offered rate whose p99 from the
+   *intended* start holds the target, then a **steady confirmation**: ``confirmations`` windows of
+   ``steady_s`` at that rate, every one of which must hold; a failed confirmation steps the rate
+   down (× ``step_down``) and confirms again, at most ``max_steps_down`` times.
+
+Every probe and confirmation is an ordinary run record (experiment ``capacity``; params ``stage``
+= ceiling / probe / confirm, ``target_p99_ms``, ``offered_per_s``, ``repetition``, ``window_s``, the
+``slo`` it was judged by and ``confirmations_required``), so the table
+(``capacity_table``) is derived from the records alone, never from this run's memory.
+
+A workload supplies a ``Design`` per variant: its loads as verbs (``ceiling_run``, ``rate_run``)
+and how to read a record (``reading``: offered, achieved, p99 from the intended start, backlog
+growth, from the record's summary and its ``params.outcome``). Which tool drives a load (the harness, pgbench ``-R``, vegeta...) is the design's business;
+the record says it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pglimits_core.load.ratesearch import PointResult, Slo, search_rate
+from pglimits_core.studies.runner import RecordedRun
+from pglimits_core.studies.study import Point, StudyRun
+
+EXPERIMENT = "capacity"
+CEILING, PROBE, CONFIRM = "ceiling", "probe", "confirm"
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """The knobs of the experiment (a profile's ``capacity:`` section, ``profiles.CapacitySpec``)."""
+
+    targets_ms: tuple[float, ...]
+    ceiling_clients: tuple[int, ...]
+    ceiling_s: float
+    warmup_s: float
+    repetitions: int
+    probe_s: float
+    start_rate: float
+    max_probes: int
+    steady_s: float
+    confirmations: int
+    step_down: float = 0.85
+    max_steps_down: int = 2
+    factor: float = 2.0
+    tolerance: float = 0.1
+
+
+class Design(Protocol):
+    """One design a workload measures (a variant): its loads as verbs, no timing of its own."""
+
+    label: str
+    system: str
+    server: str
+
+    def ceiling_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
+                    params: dict[str, Any]) -> RecordedRun: ...
+
+    def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
+                 params: dict[str, Any]) -> RecordedRun: ...
+
+    def reading(self, summary: Any, offered: float, outcome: dict[str, Any]) -> PointResult:
+        """A rate point's figures from its record: the summary, and the outcome the load's own
+        accounting added (``params.outcome``: delivery latency, lost messages...)."""
+
+
+#: a rate holds a target when its p99 is within it, it achieved this share of the offered rate
+#: (operations that never started are in no histogram: 1 % unstarted could hide the whole p99 tail;
+#: a point below it could not be sustained: not a latency) and its backlog grew by no more than
+#: this share of the offered rate per second. A queue's p99 counts the messages claimed inside the
+#: window: 1 %/s bounds what a falling-behind consumer can leave unclaimed (the newest, the slowest)
+#: at 1 % of a second's messages per second of window, so a point that hides a tail fails instead
+MIN_ACHIEVED_FRACTION, MAX_BACKLOG_GROWTH = 0.99, 0.01
+
+
+class VariantDesign:
+    """A design that is one workload variant: its label, system and server are the variant's."""
+
+    variant: Any
+
+    @property
+    def label(self) -> str:
+        return self.variant.label
+
+    @property
+    def system(self) -> str:
+        return self.variant.system
+
+    @property
+    def server(self) -> str:
+        return self.variant.server
+
+
+def slo_for(target_ms: float) -> Slo:
+    return Slo(p99_bound_us=target_ms * 1000, min_achieved_fraction=MIN_ACHIEVED_FRACTION,
+               max_backlog_growth=MAX_BACKLOG_GROWTH)
+
+
+def open_loop_reading(summary: Any, offered: float, role: str = "client") -> PointResult:
+    """A rate point whose operations leave no backlog (a query): ``role``'s achieved rate (started
+    inside the window) and its p50/p99 from the intended start; a rate the server cannot keep shows
+    as late starts, so as achieved < offered."""
+    entry = next((e for e in summary.entries if e.phase == "measure" and e.role == role), None) if summary else None
+    latency = entry.latencies.get("latency") if entry else None
+    return PointResult(offered=offered, achieved=(entry.achieved_rate or 0.0) if entry else 0.0,
+                       p50_us=latency.p50_us if latency else None, p99_us=latency.p99_us if latency else None)
+
+
+def read(design: Design, recorded: RecordedRun, rate: float) -> PointResult:
+    """A record's reading; a failed run never holds a rate."""
+    if recorded.status != "complete" or recorded.summary is None:
+        return PointResult(offered=rate, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": recorded.error})
+    return design.reading(recorded.summary, rate, recorded.extra or {})
+
+
+class CapacityRun:
+    """Measures one design: keeps every record it made (the point's result is that list)."""
+
+    def __init__(self, run: StudyRun, design: Design, plan: CapacityPlan):
+        self.run, self.design, self.plan = run, design, plan
+        self.records: list[RecordedRun] = []
+
+    def ceilings(self) -> None:
+        plan = self.plan
+        for repetition in range(plan.repetitions):
+            for clients in plan.ceiling_clients:
+                params = {"stage": CEILING, "clients": clients, "repetition": repetition, "target_p99_ms": None,
+                          "window_s": plan.ceiling_s}
+                self.records.append(self.design.ceiling_run(self.run, clients, plan.warmup_s, plan.ceiling_s, params))
+
+    def at(self, rate: float, stage: str, target_ms: float, seconds: float, repetition: int = 0) -> PointResult:
+        # what the table needs to judge the point again from the record alone: the SLO it was held
+        # to, and how many steady windows a confirmation takes
+        params = {"stage": stage, "target_p99_ms": target_ms, "offered_per_s": round(rate, 3),
+                  "repetition": repetition, "window_s": seconds, "slo": vars(slo_for(target_ms)),
+                  "confirmations_required": self.plan.confirmations}
+        recorded = self.design.rate_run(self.run, rate, self.plan.warmup_s, seconds, params)
+        self.records.append(recorded)
+        return read(self.design, recorded, rate)
+
+    def search(self, target_ms: float) -> float | None:
+        """The coarse search: short probes, each rate once; the highest that held."""
+        plan, slo = self.plan, slo_for(target_ms)
+        found = search_rate(lambda rate: self.at(rate, PROBE, target_ms, plan.probe_s), slo,
+                            start_rate=plan.start_rate, factor=plan.factor, tolerance=plan.tolerance,
+                            max_probes=plan.max_probes, repeats=1)
+        return found.sustainable_rate
+
+    def confirm(self, target_ms: float, rate: float | None) -> float | None:
+        """Steady windows at ``rate`` until ``confirmations`` all hold; a failure steps down."""
+        plan, slo = self.plan, slo_for(target_ms)
+        for _ in range(plan.max_steps_down + 1):
+            if rate is None:
+                return None
+            held = all(slo.failure(self.at(rate, CONFIRM, target_ms, plan.steady_s, repetition)) is None
+                       for repetition in range(plan.confirmations))  # all() stops at the first failure
+            if held:
+                return rate
+            rate *= plan.step_down
+        return None
+
+
+def measure_capacity(run: StudyRun, design: Design, plan: CapacityPlan) -> list[RecordedRun]:
+    """The ceiling, then per target the search and its steady confirmation; every record made."""
+    capacity = CapacityRun(run, design, plan)
+    capacity.ceilings()
+    for target_ms in plan.targets_ms:
+        capacity.confirm(target_ms, capacity.search(target_ms))
+    return capacity.records
+
+
+def capacity_points(plan: CapacityPlan | None, designs: list[Design]) -> list[Point]:
+    """One point per design (its records are the point's result)."""
+    if plan is None:
+        return []
+    return [Point(EXPERIMENT, d.label, d.server, {"targets_ms": list(plan.targets_ms)},
+                  _measure(d, plan)) for d in designs]
+
+
+def _measure(design: Design, plan: CapacityPlan) -> Callable[[StudyRun], list[RecordedRun]]:
+    return lambda run: measure_capacity(run, design, plan)

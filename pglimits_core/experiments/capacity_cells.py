@@ -1,0 +1,112 @@
+"""Capacity cells of the decision matrix, the same for every workload: per scale and latency
+target, the best Postgres design's capacity against the best dedicated design's, and per scale
+the two ceilings, judged by the one rule (``analysis.verdict.decide``).
+
+A capacity at a target is a bracket, not a point: its steady windows held at ``capacity_per_s``
+and the search saw the target missed at the next rate it tried (``capacity_miss_per_s``), so the
+true capacity lies between the two; that bracket is the side's range. A search that never saw the
+target missed above the confirmed rate (it stopped on its probe budget), whose miss came with the
+load's CPU set saturated (the load, not the server, may have missed it), or whose confirmations
+saturated the load's set, gives a floor: "≥ x". A ceiling is the median of its repetitions, its
+range their lowest and highest, its limit the side that set it (a server-limited ceiling, or a
+load-limited floor). The cells are steady: their deciding windows are the experiment's ``steady_s``.
+
+A workload says what a scale is (``group``: the table's columns that make one, e.g. the queue's
+durability class, the vectors' recall target) and which designs may face each other (``peers``:
+the queue's same delivery guarantee and batch; default: any two).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from pglimits_core.analysis.decision import Cell
+from pglimits_core.analysis.verdict import LOAD, Side
+
+Peers = Callable[[str, str], bool]
+TABLE = "capacity"
+
+
+def _number(value) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def capacity_side(row: pd.Series) -> Side | None:
+    """A design's capacity at the row's target as a ``Side`` (None: nothing held the target)."""
+    rate = _number(row.get("capacity_per_s"))
+    if rate is None:
+        return None
+    miss, limit = _number(row.get("capacity_miss_per_s")), row.get("capacity_limit")
+    floor = miss is None or limit == LOAD or row.get("capacity_miss_limit") == LOAD
+    return Side(row["variant"], rate, LOAD if floor else (None if pd.isna(limit) else limit),
+                (rate, rate if floor else miss), server_cpu_us_per_op=_number(row.get("server_cpu_us_per_item")))
+
+
+def ceiling_side(row: pd.Series) -> Side | None:
+    rate = _number(row.get("ceiling_per_s"))
+    if rate is None:
+        return None
+    limit = row.get("ceiling_limit")
+    return Side(row["variant"], rate, None if limit is None or pd.isna(limit) else limit,
+                (float(row["ceiling_low"]), float(row["ceiling_high"])))
+
+
+def best(rows: pd.DataFrame, column: str) -> pd.Series | None:
+    values = pd.to_numeric(rows[column], errors="coerce") if column in rows else pd.Series(dtype=float)
+    return None if values.dropna().empty else rows.loc[values.idxmax()]
+
+
+def pair(rows: pd.DataFrame, column: str, peers: Peers) -> tuple[pd.Series | None, pd.Series | None]:
+    """The best dedicated design that has a Postgres peer, with its best peer, by ``column``;
+    without any such pair, the best of each side (the cell then says they are not like for like)."""
+    values = pd.to_numeric(rows[column], errors="coerce")
+    dedicated = rows[(rows.side == "dedicated") & values.notna()]
+    postgres = rows[rows.side == "postgres"]
+    for _, candidate in dedicated.sort_values(column, ascending=False).iterrows():
+        mates = postgres[postgres.variant.map(lambda v, d=candidate["variant"]: peers(v, d))]
+        if (mate := best(mates, column)) is not None:
+            return mate, candidate
+    return best(postgres, column), best(dedicated, column)
+
+
+def capacity_cells(workload: str, table: pd.DataFrame | None, unit: str, group: list[str],
+                   scale: Callable[[tuple], str], latency: str, peers: Peers = lambda p, d: True) -> list[Cell]:
+    """One cell per scale × target (capacity) and one per scale (the ceiling). The matrix compares
+    stock PostgreSQL: designs on the extensions' server (PostgreSQL 17) are left to their own table."""
+    if table is None or table.empty or "capacity_per_s" not in table:
+        return []
+    if "server" in table:
+        table = table[table.server != "postgres_ext"]
+    cells = []
+    for key, rows in table.groupby(group, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        steady_s = _number(pd.to_numeric(rows.get("steady_s"), errors="coerce").min()) if "steady_s" in rows else None
+        held = f"held over {steady_s:g}-s windows" if steady_s else "held over steady windows"
+        for target, at in rows.groupby("target_p99_ms", sort=True):
+            cells.append(_cell(workload, scale(key), f"{latency} p99 ≤ {target:g} ms ({held})", at,
+                               "capacity_per_s", capacity_side, "no design held the target", unit, peers, steady_s))
+        ceiling_s = _number(pd.to_numeric(rows.get("ceiling_s"), errors="coerce").min()) if "ceiling_s" in rows else None
+        cells.append(_cell(workload, scale(key), "none (the ceiling, closed loop)", rows.drop_duplicates("variant"),
+                           "ceiling_per_s", ceiling_side, "no ceiling recorded", unit, peers, ceiling_s))
+    return cells
+
+
+def _cell(workload: str, scale: str, target: str, rows: pd.DataFrame, column: str, side_of, nothing: str,
+          unit: str, peers: Peers, window_s: float | None) -> Cell:
+    postgres, dedicated = pair(rows, column, peers)
+    sides = [None if row is None else side_of(row) for row in (postgres, dedicated)]
+    missing = "; ".join(why for why in (_why_missing(rows, "postgres", sides[0], nothing),
+                                        _why_missing(rows, "dedicated", sides[1], nothing)) if why)
+    unlike = postgres is not None and dedicated is not None and not peers(postgres["variant"], dedicated["variant"])
+    return Cell(workload, f"capacity, {scale}", target, sides[0], sides[1], TABLE, unit=unit, missing=missing,
+                unjudged="not like for like" if unlike else "", window_s=window_s)
+
+
+def _why_missing(rows: pd.DataFrame, side: str, found: Side | None, nothing: str) -> str:
+    """Why a side has no figure: no design of it at this scale, or none that held; "" if it has one."""
+    if found is not None:
+        return ""
+    name = "Postgres" if side == "postgres" else "dedicated"
+    return f"{name}: {nothing}" if (rows.side == side).any() else f"{name}: no design measured at this scale"

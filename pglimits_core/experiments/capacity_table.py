@@ -1,0 +1,180 @@
+"""The capacity table, from the run records alone: one row per design and target.
+
+Columns (one vocabulary from records to axis labels; display names only when printing):
+``variant``, ``system``, ``side`` (postgres / dedicated, from the server's class),
+``target_p99_ms``; the ceiling — ``ceiling_per_s`` (median of its repetitions at the best client
+count), ``ceiling_low``/``ceiling_high`` (the runs' range), ``ceiling_limit`` (server: a ceiling;
+load: a floor, "≥"), ``ceiling_clients``, ``ceiling_server_cores``, ``ceiling_s`` (its windows); capacity at the target —
+``capacity_per_s`` (the highest offered rate whose every steady confirmation held; None: none
+held), ``capacity_limit`` (a confirmation whose load set saturated makes it a floor),
+``capacity_miss_per_s`` (the lowest rate above it that missed the target: the capacity lies
+between the two; None: none missed, so the capacity is a floor), ``confirmations`` ("k of n held"), ``p99_ms`` and ``p99_low_ms``/``p99_high_ms`` of the held
+confirmations, ``steady_s``; ``server_cpu_us_per_item`` at the capacity rate (exact window CPU;
+printed beside the rates, never deciding); ``curve``: every probe and confirmation as
+(offered_per_s, p99_ms, held).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.analysis.verdict import LOAD, combined_limit, limit_from_record
+from pglimits_core.experiments.capacity import CEILING, CONFIRM, EXPERIMENT, PROBE, slo_for
+from pglimits_core.load.ratesearch import PointResult, Slo
+from pglimits_core.record.summary import Summary
+
+Reading = Callable[[Summary, float, dict[str, Any]], PointResult]
+
+
+def capacity_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if r["manifest"].get("params", {}).get("experiment") == EXPERIMENT]
+
+
+def exact_of(manifest: dict[str, Any]) -> dict[str, Any]:
+    return (manifest.get("cpu") or {}).get("exact") or {}
+
+
+def limit_of(manifest: dict[str, Any]) -> str | None:
+    """Which side set a run's limit (``analysis.verdict.limit_from_record``: the one mapping)."""
+    return limit_from_record(manifest)
+
+
+def side_of(server: str) -> str:
+    from pglimits_core.servers.registry import server_class
+
+    return server_class(server).side
+
+
+def ceiling_limit(record: dict[str, Any], summary: Summary, ran_dry: Callable[[Summary], bool] | None) -> str | None:
+    """A ceiling run's limit; one whose load ran out of work (a burn-down that emptied its backlog)
+    measured its backlog, not the server: a floor."""
+    return LOAD if ran_dry is not None and ran_dry(summary) else limit_of(record["manifest"])
+
+
+def ceiling_figures(runs: list[dict[str, Any]], items_per_s: Callable[[Summary], float],
+                    ran_dry: Callable[[Summary], bool] | None = None) -> dict[str, Any]:
+    """The best client count's median over its repetitions, with the runs' range and limit."""
+    by_clients: dict[int, list[tuple[float, dict[str, Any]]]] = defaultdict(list)
+    for record in runs:
+        if record["manifest"]["status"] == "complete" and record["summary"]:
+            summary = Summary.model_validate(record["summary"])
+            manifest = {**record["manifest"], "limit": {"side": ceiling_limit(record, summary, ran_dry)}}
+            by_clients[record["manifest"]["params"]["clients"]].append((items_per_s(summary), manifest))
+    if not by_clients:
+        return {"ceiling_per_s": None}
+    clients, best = max(by_clients.items(), key=lambda kv: statistics.median(r for r, _ in kv[1]))
+    rates = [rate for rate, _ in best]
+    cores = [exact_of(m).get("server_cores_used") for _, m in best]
+    return {"ceiling_per_s": statistics.median(rates), "ceiling_low": min(rates), "ceiling_high": max(rates),
+            "ceiling_runs": len(rates), "ceiling_clients": clients,
+            "ceiling_limit": combined_limit([limit_of(m) for _, m in best]),
+            "ceiling_server_cores": None if None in cores else statistics.median(cores),
+            "ceiling_s": min(m["params"].get("window_s") or 0 for _, m in best) or None}
+
+
+def recorded_slo(params: dict[str, Any]) -> Slo:
+    """The SLO a point was judged by, as its record says (older: the target with today's shares)."""
+    return Slo(**params["slo"]) if params.get("slo") else slo_for(params["target_p99_ms"])
+
+
+def readings(runs: list[dict[str, Any]], reading: Reading) -> list[dict[str, Any]]:
+    """Every probe and confirmation of one target as (stage, offered, p99, held, manifest)."""
+    rows = []
+    for record in runs:
+        manifest, params = record["manifest"], record["manifest"]["params"]
+        slo = recorded_slo(params)
+        offered = float(params["offered_per_s"])
+        if manifest["status"] != "complete" or not record["summary"]:
+            point = PointResult(offered, 0.0, None, None)
+        else:
+            point = reading(Summary.model_validate(record["summary"]), offered, params.get("outcome") or {})
+        rows.append({"stage": params["stage"], "offered": offered, "point": point,
+                     "held": slo.failure(point) is None, "manifest": manifest})
+    return rows
+
+
+def required(row: dict[str, Any]) -> int:
+    """How many steady windows its confirmation took (older records: as many as it ran)."""
+    return int(row["manifest"]["params"].get("confirmations_required") or 1)
+
+
+def confirmed(rows: list[dict[str, Any]]) -> tuple[float | None, list[dict[str, Any]]]:
+    """The highest rate whose confirmation ran every window it needed and all of them held (an
+    interrupted confirmation, 1 of 3 windows measured, confirms nothing), with those windows."""
+    by_rate: dict[float, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row["stage"] == CONFIRM:
+            by_rate[row["offered"]].append(row)
+    held = [rate for rate, group in by_rate.items()
+            if all(r["held"] for r in group) and len(group) >= required(group[0])]
+    return (max(held), by_rate[max(held)]) if held else (None, [])
+
+
+def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    rate, held = confirmed(rows)
+    p99s = [r["point"].p99_us / 1000 for r in held if r["point"].p99_us is not None]
+    needed = required(held[0]) if held else 0
+    figures: dict[str, Any] = {"capacity_per_s": rate,
+                               "confirmations": f"{len(held)} of {needed} held" if rate else "none held",
+                               "capacity_limit": combined_limit([limit_of(r["manifest"]) for r in held]) if held else None,
+                               "curve": [(r["offered"], _ms(r["point"].p99_us), r["held"]) for r in rows]}
+    if rate is not None:
+        miss = min((r for r in rows if not r["held"] and r["offered"] > rate), key=lambda r: r["offered"], default=None)
+        figures["capacity_miss_per_s"] = None if miss is None else miss["offered"]
+        # a miss the load caused (its set saturated) bounds nothing: the capacity is then a floor
+        figures["capacity_miss_limit"] = None if miss is None else limit_of(miss["manifest"])
+    if p99s:
+        figures |= {"p99_ms": statistics.median(p99s), "p99_low_ms": min(p99s), "p99_high_ms": max(p99s)}
+        cpu = [_cpu_per_item(r) for r in held]
+        figures["server_cpu_us_per_item"] = None if None in cpu else statistics.median(cpu)
+        figures["steady_s"] = held[0]["manifest"]["params"].get("window_s")
+    return figures
+
+
+def _ms(us: float | None) -> float | None:
+    return None if us is None else us / 1000
+
+
+def _cpu_per_item(row: dict[str, Any]) -> float | None:
+    cores, achieved = exact_of(row["manifest"]).get("server_cores_used"), row["point"].achieved
+    return None if cores is None or not achieved else cores / achieved * 1e6
+
+
+def capacity_table(records: list[dict[str, Any]], reading: Reading, items_per_s: Callable[[Summary], float],
+                   ran_dry: Callable[[Summary], bool] | None = None) -> pd.DataFrame:
+    """One row per (variant, target) of the ``capacity`` records among ``records``."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in capacity_records(records):
+        groups[record["manifest"]["params"]["variant"]].append(record)
+    rows = []
+    for variant, runs in sorted(groups.items()):
+        manifest = runs[0]["manifest"]
+        server = next(iter(manifest["servers"]))
+        base = {"variant": variant, "system": manifest["system"], "server": server, "side": side_of(server)}
+        ceiling = ceiling_figures([r for r in runs if r["manifest"]["params"]["stage"] == CEILING], items_per_s, ran_dry)
+        targets = sorted({r["manifest"]["params"]["target_p99_ms"] for r in runs
+                          if r["manifest"]["params"]["stage"] in (PROBE, CONFIRM)})
+        for target in targets:
+            at = [r for r in runs if r["manifest"]["params"].get("target_p99_ms") == target]
+            rows.append({**base, "target_p99_ms": target, **ceiling,
+                         **capacity_figures(readings(at, reading))})
+        if not targets:
+            rows.append({**base, "target_p99_ms": None, **ceiling})
+    return pd.DataFrame(rows)
+
+
+def records_at(paths: Any) -> list[dict[str, Any]]:
+    """The records (manifest, summary) at each distinct path of ``paths`` (a frame's ``path``)."""
+    records = []
+    for path in sorted({str(p) for p in paths}):
+        summary = Path(path) / "summary.json"
+        records.append({"path": path, "manifest": json.loads((Path(path) / "manifest.json").read_text()),
+                        "summary": json.loads(summary.read_text()) if summary.exists() else None})
+    return records

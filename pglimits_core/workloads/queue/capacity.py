@@ -1,0 +1,109 @@
+"""The queue's designs for the core capacity experiment (``experiments.capacity``).
+
+Per variant: the ceiling is a burn-down of a prefilled, settled queue — through the system's own
+C tool where it has one that runs the adapter's very statements in one window (pgbench for the
+Postgres designs), else the harness's consumers (the Redis queue: redis-benchmark runs its three
+commands as separate phases, so it gives no per-job window); capacity at a target is the harness's
+open-loop producers (one message per enqueue, latency from the *intended* send) and closed-loop
+consumers, send → claim p99 judged over messages sent inside the window. Under the split placement
+the load runs on its own CPU set, so a design the harness cannot push to its limit shows as a floor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pglimits_core.experiments.capacity import Design, VariantDesign
+from pglimits_core.load.ratesearch import PointResult
+from pglimits_core.workloads.queue.ceiling import CEILING_TOOLS, PgbenchCeiling, ceiling_point
+from pglimits_core.workloads.queue.points import (
+    QueueVariant,
+    latency_point,
+    reading,
+    throughput_point,
+)
+from pglimits_core.workloads.queue.prefill_size import PrefillSizer
+from pglimits_core.workloads.queue.profile import QueueCapacity
+
+if TYPE_CHECKING:
+    from pglimits_core.studies.runner import RecordedRun
+    from pglimits_core.studies.study import StudyRun
+
+
+@dataclass
+class QueueDesign(VariantDesign):
+    """One queue variant as a capacity ``Design``."""
+
+    variant: QueueVariant
+    spec: QueueCapacity
+    sizer: PrefillSizer
+    experiment: str = "capacity"  # what its records say (the placement check reuses its ceiling)
+
+    def uses_tool(self) -> bool:
+        return isinstance(CEILING_TOOLS.get(self.system), PgbenchCeiling)
+
+    def ceiling_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
+                    params: dict[str, Any]) -> RecordedRun:
+        if self.uses_tool():
+            return ceiling_point(run, self.variant, clients, int(duration_s), int(warmup_s), self.spec.prefill,
+                                 requests=0, recorded_as=self.experiment, sizer=self.sizer, extra_params=params)
+        return throughput_point(run, self.variant, clients, self.spec.prefill, duration_s, warmup_s,
+                                recorded_as=self.experiment, sizer=self.sizer, extra_params=params)
+
+    def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
+                 params: dict[str, Any]) -> RecordedRun:
+        return latency_point(run, self.variant, rate, self.spec.producers, self.spec.consumers, duration_s,
+                             warmup_s, experiment="capacity", extra_params=params)
+
+    def reading(self, summary: Any, offered: float, outcome: dict[str, Any]) -> PointResult:
+        return point_reading(summary, offered, outcome)
+
+
+def point_reading(summary: Any, offered: float, outcome: dict[str, Any] | None = None) -> PointResult:
+    """A rate point: send → claim from the summary (the accounting in ``outcome`` is the table's)."""
+    return reading(summary, offered)
+
+
+def items_per_s(summary: Any) -> float:
+    """Jobs/s of a ceiling run: the consumers' (harness) or the tool's measured window."""
+    rates = [e.items_per_s for e in summary.entries if e.phase == "measure" and e.role in ("consumer", "tool")]
+    return max(rates, default=0.0)
+
+
+def queue_designs(spec: QueueCapacity | None, variants: list[QueueVariant]) -> list[Design]:
+    if spec is None:
+        return []
+    sizer = PrefillSizer()  # one memory: each design's later ceilings are sized from its first
+    return [QueueDesign(v, spec, sizer) for v in variants if spec.includes(v.label)]
+
+
+def capacity_table_of(frame: Any) -> Any:
+    """The capacity table of the runs in ``frame``, read back from their records (empty: none)."""
+    from pglimits_core.experiments.capacity_table import capacity_table, records_at
+
+    if frame.empty or "experiment" not in frame or not (frame.experiment == "capacity").any():
+        return frame.iloc[0:0]
+    runs = frame[frame.experiment == "capacity"]
+    records = records_at(runs.path)
+    table = capacity_table(records, point_reading, items_per_s, ran_dry)
+    classes = runs.drop_duplicates("variant").set_index("variant").durability_class
+    return table.assign(durability_class=table.variant.map(classes),
+                        survives_process_kill=table.variant.map(kill_survival(records)))
+
+
+def ran_dry(summary: Any) -> bool:
+    """A harness burn-down whose consumers polled an empty queue inside the window ran out of
+    backlog: its rate is the prefill's, a floor (a pgbench run that drains its table fails)."""
+    return any(e.idle_polls > 0 for e in summary.entries if e.phase == "measure" and e.role == "consumer")
+
+
+def kill_survival(records: list[dict[str, Any]]) -> dict[str, bool | None]:
+    """Per design: whether an acknowledged job survives a process kill (read back by its adapter:
+    Redis's AOF does, Postgres's commit with ``synchronous_commit=off`` does not)."""
+    found: dict[str, bool | None] = {}
+    for record in records:
+        adapter = (record["manifest"]["params"].get("outcome") or {}).get("adapter") or {}
+        if "survives_process_kill" in adapter:
+            found[record["manifest"]["params"]["variant"]] = adapter["survives_process_kill"]
+    return found

@@ -1,0 +1,164 @@
+"""The core capacity experiment against a synthetic design with a known knee, its table from
+records alone, and the queue's capacity cells (bracket, floor, like for like)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pglimits_core.analysis.verdict import BY_RATE, LOAD, LOAD_LIMITED
+from pglimits_core.experiments.capacity import (
+    CEILING,
+    CONFIRM,
+    PROBE,
+    CapacityPlan,
+    measure_capacity,
+)
+from pglimits_core.experiments.capacity_cells import capacity_side
+from pglimits_core.experiments.capacity_table import capacity_table
+from pglimits_core.load.ratesearch import PointResult
+from pglimits_core.record.summary import Summary
+from pglimits_core.studies.runner import RecordedRun
+from pglimits_core.workloads.queue.capacity_cells import capacity_cells
+
+PLAN = CapacityPlan(targets_ms=(10.0,), ceiling_clients=(4,), ceiling_s=30, warmup_s=5, repetitions=3,
+                    probe_s=5, start_rate=250, max_probes=8, steady_s=30, confirmations=3)
+
+
+class KneeDesign:
+    """p99 5 ms up to ``knee`` jobs/s, 80 ms above; ``flaky`` confirmations fail once each."""
+
+    label, system, server = "pg_delete batch=1", "pg_delete", "postgres"
+
+    def __init__(self, knee: float, flaky: int = 0):
+        self.knee, self.flaky, self.calls = knee, flaky, []
+
+    def ceiling_run(self, run, clients, warmup_s, duration_s, params):
+        self.calls.append(params)
+        return RecordedRun(Path("/nowhere"), Summary(run_id="c", status="complete", entries=[]), "complete", None, {})
+
+    def rate_run(self, run, rate, warmup_s, duration_s, params):
+        self.calls.append({**params, "duration_s": duration_s})
+        return RecordedRun(Path("/nowhere"), Summary(run_id=str(rate), status="complete", entries=[]), "complete",
+                           None, {})
+
+    def reading(self, summary, offered, outcome):
+        failing = self.flaky and self.calls[-1]["stage"] == CONFIRM
+        if failing:
+            self.flaky -= 1
+        p99 = 80_000 if offered > self.knee or failing else 5_000
+        return PointResult(offered, offered, 1_000, p99)
+
+
+def test_the_ceiling_comes_first_then_short_probes_then_steady_confirmations():
+    design = KneeDesign(knee=1000)
+    records = measure_capacity(None, design, PLAN)
+    stages = [call["stage"] for call in design.calls]
+    assert stages[:3] == [CEILING] * 3 and len(records) == len(design.calls)
+    probes = [c for c in design.calls if c["stage"] == PROBE]
+    confirms = [c for c in design.calls if c["stage"] == CONFIRM]
+    assert probes and all(c["duration_s"] == PLAN.probe_s for c in probes)
+    assert len(confirms) == 3 and all(c["duration_s"] == PLAN.steady_s for c in confirms)
+    confirmed = confirms[0]["offered_per_s"]
+    assert 900 <= confirmed <= 1000 and all(c["offered_per_s"] == confirmed for c in confirms)
+
+
+def test_a_confirmation_that_fails_steps_the_rate_down_and_confirms_again():
+    design = KneeDesign(knee=1000, flaky=1)
+    measure_capacity(None, design, PLAN)
+    confirms = [c["offered_per_s"] for c in design.calls if c["stage"] == CONFIRM]
+    assert len(confirms) == 1 + 3 and confirms[1] < confirms[0]
+    assert abs(confirms[1] - confirms[0] * PLAN.step_down) < 0.01
+
+
+def record(stage: str, rate: float, p99_ms: float, limit: str = "neither", variant="pg_delete batch=1",
+           server="postgres", required: int = 3) -> dict:
+    params = {"experiment": "capacity", "variant": variant, "stage": stage, "target_p99_ms": 10.0,
+              "offered_per_s": rate, "window_s": 30, "clients": 4, "confirmations_required": required,
+              "slo": {"p99_bound_us": 10_000, "min_achieved_fraction": 0.99, "max_backlog_growth": 0.01}}
+    manifest = {"status": "complete", "system": variant.split()[0], "servers": {server: {}}, "params": params,
+                "limit": {"side": limit}, "cpu": {"exact": {"server_cores_used": 0.5}}}
+    return {"manifest": manifest, "summary": Summary(run_id=f"{rate}-{p99_ms}", status="complete", entries=[]).model_dump()}
+
+
+def reading(summary, offered, outcome):
+    return PointResult(offered, offered, None, float(summary.run_id.split("-")[1]) * 1000)
+
+
+def test_the_table_reads_the_capacity_its_bracket_and_the_held_windows_from_the_records():
+    records = [record(PROBE, 500, 4), record(PROBE, 1000, 30), record(PROBE, 750, 6),
+               record(CONFIRM, 750, 6.5), record(CONFIRM, 750, 7.0), record(CONFIRM, 750, 6.0)]
+    row = capacity_table(records, reading, lambda s: 0.0).iloc[0]
+    assert row.capacity_per_s == 750 and row.capacity_miss_per_s == 1000
+    assert row.confirmations == "3 of 3 held" and row.p99_ms == 6.5 and row.p99_high_ms == 7.0
+    assert row.side == "postgres" and row.capacity_limit == "neither"
+    assert row.server_cpu_us_per_item == 0.5 / 750 * 1e6
+
+
+def test_a_failed_confirmation_at_a_rate_does_not_count_it_held():
+    records = [record(CONFIRM, 900, 6), record(CONFIRM, 900, 40)] + [record(CONFIRM, 765, 6)] * 3
+    row = capacity_table(records, reading, lambda s: 0.0).iloc[0]
+    assert row.capacity_per_s == 765 and row.confirmations == "3 of 3 held"
+
+
+def test_an_interrupted_confirmation_confirms_nothing():
+    """1 of 3 windows measured (a sitting stopped mid-confirmation) holds no rate."""
+    records = [record(PROBE, 1000, 30), record(CONFIRM, 900, 6)]
+    row = capacity_table(records, reading, lambda s: 0.0).iloc[0]
+    assert pd.isna(row.capacity_per_s) and row.confirmations == "none held"
+
+
+def test_a_point_is_judged_by_the_slo_its_record_carries():
+    strict = record(CONFIRM, 750, 6.5)
+    strict["manifest"]["params"]["slo"]["p99_bound_us"] = 5_000  # recorded as held to 5 ms
+    row = capacity_table([strict] * 3, reading, lambda s: 0.0).iloc[0]
+    assert pd.isna(row.capacity_per_s)
+
+
+def test_a_miss_the_load_caused_makes_the_capacity_a_floor():
+    records = [record(PROBE, 1000, 30, limit="load")] + [record(CONFIRM, 750, 6.0)] * 3
+    row = capacity_table(records, reading, lambda s: 0.0).iloc[0]
+    assert row.capacity_miss_limit == "load"
+    assert capacity_side(row).limit == LOAD
+
+
+def capacity_row(variant, rate, miss, limit="neither", side="postgres", klass="per_commit", ceiling=1000.0):
+    return {"variant": variant, "side": side, "durability_class": klass, "target_p99_ms": 10.0,
+            "capacity_per_s": rate, "capacity_miss_per_s": miss, "capacity_limit": limit,
+            "server_cpu_us_per_item": 100.0, "ceiling_per_s": ceiling, "ceiling_low": ceiling * 0.9,
+            "ceiling_high": ceiling * 1.1, "ceiling_limit": "server"}
+
+
+def test_a_capacity_is_a_bracket_and_without_a_miss_above_it_a_floor():
+    bracket = capacity_side(pd.Series(capacity_row("pg_delete batch=1", 750.0, 1000.0)))
+    assert bracket.value_range == (750.0, 1000.0) and bracket.limit == "neither"
+    floor = capacity_side(pd.Series(capacity_row("redis_reliable batch=1", 3000.0, None, side="dedicated")))
+    assert floor.limit == LOAD and floor.value_range == (3000.0, 3000.0)
+
+
+def test_the_queue_cells_pair_like_for_like_designs_of_a_class_and_judge_by_rate():
+    table = pd.DataFrame([capacity_row("pg_skiplocked batch=1", 700.0, 800.0),
+                          capacity_row("redis_reliable appendfsync=always batch=1", 3000.0, 3400.0, side="dedicated"),
+                          capacity_row("pg_delete batch=1", 900.0, 1000.0)])  # at-most-once: no Redis peer
+    cells = capacity_cells(table)
+    target = next(c for c in cells if "10 ms" in c.target)
+    assert target.postgres.system == "pg_skiplocked batch=1"
+    assert target.verdict.klass == BY_RATE and target.verdict.winner == "redis_reliable appendfsync=always batch=1"
+    floors = pd.DataFrame([capacity_row("pg_skiplocked batch=1", 700.0, 800.0),
+                           capacity_row("redis_reliable batch=1", 750.0, None, side="dedicated")])
+    floored = next(c for c in capacity_cells(floors) if "10 ms" in c.target)
+    assert floored.verdict.klass == LOAD_LIMITED  # a floor inside the other's bracket decides nothing
+
+
+def test_a_cell_decides_only_from_steady_windows():
+    from pglimits_core.analysis.decision import NOT_DECIDED, Cell, words
+    from pglimits_core.analysis.verdict import Side
+
+    postgres, dedicated = Side("pg", 1000.0, "server", (950.0, 1050.0)), Side("redis", 4000.0, "server", (3900.0, 4100.0))
+    steady = Cell("queue", "capacity", "p99 ≤ 10 ms", postgres, dedicated, "capacity", window_s=30.0)
+    short = Cell("queue", "peak", "none", postgres, dedicated, "throughput", window_s=2.0)
+    unknown = Cell("queue", "peak", "none", postgres, dedicated, "throughput")
+    assert words(steady) == "dedicated wins"
+    assert words(short).startswith(f"{NOT_DECIDED}: 2-s windows") and "indicative: dedicated wins" in words(short)
+    assert "a sweep's short windows" in words(unknown) and "indicative: dedicated wins" in words(unknown)
