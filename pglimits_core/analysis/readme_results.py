@@ -37,9 +37,26 @@ def hardware_line(records: list[dict], closing: dict | None = None) -> str:
     fsync, git = host.get("fsync_8k", {}), manifest.get("git", {})
     # a run from a modified tree says so: the sha alone would claim code it did not run
     dirty = " with uncommitted changes" if git.get("dirty") else ""
-    return (f"{host.get('cpu_model', '?')}, {host.get('logical_cores', '?')} vCPU shared by clients and "
-            f"servers, {host.get('ram_total_bytes', 0) / 2**30:.0f} GiB RAM, fsync of 8 kB "
+    return (f"{host.get('cpu_model', '?')}, {host.get('logical_cores', '?')} vCPU {placement_words(records)}, "
+            f"{host.get('ram_total_bytes', 0) / 2**30:.0f} GiB RAM, fsync of 8 kB "
             f"{fsync_words(fsync, (closing or {}).get('fsync_8k'))}; git {str(git.get('sha'))[:10]}{dirty}")
+
+
+def placement_words(records: list[dict]) -> str:
+    """Where the servers and the load ran, from the records' ``placement`` (records without one,
+    drills and records from before placement was recorded, say nothing); none at all: every core
+    was shared."""
+    words = sorted({_one_placement(p) for r in records if (p := r["manifest"].get("placement"))})
+    if not words:
+        return "shared by clients and servers"
+    return " / ".join(words) if len(words) <= 2 else "in mixed placements (see each record)"
+
+
+def _one_placement(placement: dict) -> str:
+    if placement.get("client_and_server_share_cores", True):
+        return "shared by clients and servers"
+    return (f"split: servers on CPU {','.join(map(str, placement['server_cpus']))}, "
+            f"load on CPU {','.join(map(str, placement['load_cpus']))}")
 
 
 #: two measurements of one host fact further apart than this factor are both shown: the box was

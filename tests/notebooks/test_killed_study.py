@@ -21,18 +21,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
-from pglimits_core.config import PROJECT_ROOT, state_dir
+from pglimits_core.config import PROJECT_ROOT, profiles_dir, state_dir
 from pglimits_core.record.rundir import PARTIAL_SUFFIX, finished_runs
 from pglimits_core.servers import ownership
 from pglimits_core.studies.resume import point_identity
 from tests.conftest import TEST_ROOT
 
 KILL_WAIT_S = 900
-# three runs of the whole test profile, each waited for up to KILL_WAIT_S: on a busy 2-vCPU box
-# they take longer than the suite's default 600 s per test, and a busy box must not fail the test
+# four runs, each waited for up to KILL_WAIT_S: on a busy 2-vCPU box together they take longer
+# than the suite's default 600 s per test, and a busy box must not fail the test
 pytestmark = [pytest.mark.integration, pytest.mark.notebook, pytest.mark.timeout(3 * KILL_WAIT_S)]
-RUN_ALL = [sys.executable, str(PROJECT_ROOT / "run_all.py"), "--profile", "test"]
+# the test profile's queue section alone (three servers, a dozen points, the report after it):
+# every moment the test kills at, in a third of the whole profile's time
+PROFILE = "killed"
+RUN_ALL = [sys.executable, str(PROJECT_ROOT / "run_all.py"), "--profile", PROFILE]
 PGLIMITS = [sys.executable, "-m", "pglimits_core"]
 
 
@@ -45,6 +49,12 @@ def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     # the downloaded server binaries live in the state dir: the study's shares the installed ones
     state.mkdir(parents=True, mode=0o700)
     (state / "bin").symlink_to(installed, target_is_directory=True)
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    test_profile = yaml.safe_load((profiles_dir() / "test.yaml").read_text())
+    one_workload = {key: test_profile[key] for key in ("description", "seed", "queue")}
+    (profiles / f"{PROFILE}.yaml").write_text(yaml.safe_dump(one_workload))
+    monkeypatch.setenv("PGLIMITS_PROFILES_DIR", str(profiles))  # planned_points below reads it too
     env = {**os.environ, "PGLIMITS_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
     yield {"env": env, "state": state, "data": tmp_path / "data", "figures": tmp_path / "figures",
            "logs": tmp_path}
@@ -66,8 +76,7 @@ def start(study: dict, name: str, *args: str) -> subprocess.Popen:
 
 def kill_when(study: dict, proc: subprocess.Popen, moment: Callable[[], bool], what: str) -> None:
     """SIGKILL ``run_all.py`` itself (not its group: nothing else gets a signal) at ``moment``."""
-    # the whole test profile (five workloads, three JVM or Rust engines among their servers) runs
-    # before the report: minutes on a 2-vCPU box
+    # the queue section runs before the report: a minute or two on a busy 2-vCPU box
     deadline = time.monotonic() + KILL_WAIT_S
     while not moment():
         assert proc.poll() is None, f"run_all.py ended before {what}"
@@ -79,7 +88,7 @@ def kill_when(study: dict, proc: subprocess.Popen, moment: Callable[[], bool], w
 
 def status_of(study: dict) -> dict:
     try:
-        return json.loads((study["data"] / "executed" / "test" / "status.json").read_text())
+        return json.loads((study["data"] / "executed" / PROFILE / "status.json").read_text())
     except (OSError, ValueError):
         return {}
 
@@ -104,7 +113,7 @@ def test_a_study_killed_three_times_resumes_to_the_planned_points_and_leaves_not
     from pglimits_core.analysis.report import planned_points
     from pglimits_core.record.records import load_records
 
-    runs = study["data"] / "runs" / "test"
+    runs = study["data"] / "runs" / PROFILE
     first = start(study, "first")
     kill_when(study, first, lambda: any(t.server for t in ownership.checkout_processes()), "its servers started")
     check_after_kill(study, first, expect_orphans=True)
@@ -125,7 +134,7 @@ def test_a_study_killed_three_times_resumes_to_the_planned_points_and_leaves_not
 
     records = [r["manifest"] for r in load_records(None, runs)]  # every workload's
     complete = [m for m in records if m["status"] == "complete"]
-    assert {(m["study"], m["params"]["variant"], m["params"]["experiment"]) for m in complete} == planned_points("test")
+    assert {(m["study"], m["params"]["variant"], m["params"]["experiment"]) for m in complete} == planned_points(PROFILE)
     identities = [point_identity(m["study"], m["system"], m["variant"], m["params"]) for m in complete]
     assert len(identities) == len(set(identities)), "a point was measured twice"
     assert all(not m["run_id"].endswith(PARTIAL_SUFFIX) for m in records)
