@@ -52,7 +52,9 @@ class CapacitySpec(ForVariants):
     (``repetitions`` windows of ``ceiling_s``), then per latency target a search with probes of
     ``probe_s`` from ``start_rate`` (at most ``max_probes``) and ``confirmations`` steady windows of
     ``steady_s`` at the rate found (a failure steps down × ``step_down``, at most ``max_steps_down``
-    times). A window that decides a cell is ``steady_s`` long: 30 s or more in ``full``."""
+    times). A window that decides a cell is ``steady_s`` long: 30 s or more in ``full``. Where a
+    design's ceiling ran the system's C tool, ``check_repetitions`` windows of the harness at the
+    same clients check that the two loads agree."""
 
     targets_ms: list[PositiveFloat] = Field(default_factory=lambda: [10.0, 50.0], min_length=1)
     ceiling_clients: list[PositiveInt] = Field(default_factory=lambda: [4], min_length=1)
@@ -66,13 +68,16 @@ class CapacitySpec(ForVariants):
     confirmations: PositiveInt = 3
     step_down: float = Field(0.85, gt=0, lt=1)
     max_steps_down: int = Field(2, ge=0)
+    #: windows of the agreement check (the harness on the ceiling a C tool measured; 0: none)
+    check_repetitions: int = Field(1, ge=0)
 
     def plan(self) -> Any:
         from pglimits_core.experiments.capacity import CapacityPlan
 
         return CapacityPlan(tuple(self.targets_ms), tuple(self.ceiling_clients), self.ceiling_s, self.warmup_s,
                             self.repetitions, self.probe_s, self.start_rate, self.max_probes, self.steady_s,
-                            self.confirmations, self.step_down, self.max_steps_down)
+                            self.confirmations, self.step_down, self.max_steps_down,
+                            check_repetitions=self.check_repetitions)
 
 
 class Datasets(Strict):

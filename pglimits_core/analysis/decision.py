@@ -68,6 +68,8 @@ class Cell:
     #: the shortest measured window behind the deciding figures (None: not recorded: the sweeps'
     #: short windows); a cell decides only from steady windows (``STEADY_WINDOW_S``)
     window_s: float | None = None
+    #: the harness-vs-tool agreement of the rows that decide the cell, in words ("" : not checked here)
+    load_check: str = ""
     machine: str = ""
     path: str = ""
 
@@ -237,7 +239,8 @@ def row(cell: Cell) -> dict[str, str]:
             "dedicated": cell.dedicated.system if cell.dedicated else "—", "dedicated_figure": figures[1],
             "margin": margin(cell), "spread": _spread(cell, verdict) or cell.spread or "—",
             "postgres_server_cpu_us_per_op": _cpu(cell.postgres),
-            "dedicated_server_cpu_us_per_op": _cpu(cell.dedicated), "table": cell.path or cell.table}
+            "dedicated_server_cpu_us_per_op": _cpu(cell.dedicated), "load_check": cell.load_check or "—",
+            "table": cell.path or cell.table}
 
 
 def _klass(cell: Cell, verdict: Verdict | None) -> str:

@@ -4,7 +4,10 @@ The field's form (SPECjbb's max-jOPS and critical-jOPS, MLPerf's server scenario
 
 1. **the ceiling** — closed loop, as many clients as the profile names, each repetition a steady
    window; its run record says which CPU set was saturated (``limit``: a server-limited ceiling, or
-   a load-limited floor, "≥ x");
+   a load-limited floor, "≥ x"). Where the ceiling ran the system's own C tool, the **agreement
+   check**: the harness's own closed loop at the same clients (``check_run``), so a table can say
+   whether the two loads measured the same server (within 25 %) — the harness is what finds the
+   capacity at each target, so a harness far below its tool would be measuring itself;
 2. **capacity at each latency target** — a coarse search with short open-loop probes
    (``load.ratesearch``: step up, bisect) for the highest offered rate whose p99 from the
    *intended* start holds the target, then a **steady confirmation**: ``confirmations`` windows of
@@ -33,7 +36,7 @@ from pglimits_core.studies.runner import RecordedRun
 from pglimits_core.studies.study import Point, StudyRun
 
 EXPERIMENT = "capacity"
-CEILING, PROBE, CONFIRM = "ceiling", "probe", "confirm"
+CEILING, CHECK, PROBE, CONFIRM = "ceiling", "check", "probe", "confirm"
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class CapacityPlan:
     max_steps_down: int = 2
     factor: float = 2.0
     tolerance: float = 0.1
+    check_repetitions: int = 1
 
 
 class Design(Protocol):
@@ -68,6 +72,11 @@ class Design(Protocol):
 
     def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
                  params: dict[str, Any]) -> RecordedRun: ...
+
+    def check_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
+                  params: dict[str, Any]) -> RecordedRun | None:
+        """The agreement check: the harness's closed loop on the ceiling's terms where
+        ``ceiling_run`` drove the system's C tool; None where the ceiling is the harness's own."""
 
     def reading(self, summary: Any, offered: float, outcome: dict[str, Any]) -> PointResult:
         """A rate point's figures from its record: the summary, and the outcome the load's own
@@ -87,6 +96,10 @@ class VariantDesign:
     """A design that is one workload variant: its label, system and server are the variant's."""
 
     variant: Any
+
+    def check_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
+                  params: dict[str, Any]) -> RecordedRun | None:
+        return None  # a design whose ceiling is the harness's has nothing to check it against
 
     @property
     def label(self) -> str:
@@ -138,6 +151,18 @@ class CapacityRun:
                           "window_s": plan.ceiling_s}
                 self.records.append(self.design.ceiling_run(self.run, clients, plan.warmup_s, plan.ceiling_s, params))
 
+    def checks(self) -> None:
+        """The harness on the tool's ceiling, after it (a design without a tool has none)."""
+        plan, check_run = self.plan, getattr(self.design, "check_run", None)  # an optional verb
+        for repetition in range(plan.check_repetitions if check_run else 0):
+            for clients in plan.ceiling_clients:
+                params = {"stage": CHECK, "clients": clients, "repetition": repetition, "target_p99_ms": None,
+                          "window_s": plan.ceiling_s}
+                recorded = check_run(self.run, clients, plan.warmup_s, plan.ceiling_s, params)
+                if recorded is None:
+                    return
+                self.records.append(recorded)
+
     def at(self, rate: float, stage: str, target_ms: float, seconds: float, repetition: int = 0) -> PointResult:
         # what the table needs to judge the point again from the record alone: the SLO it was held
         # to, and how many steady windows a confirmation takes
@@ -174,6 +199,7 @@ def measure_capacity(run: StudyRun, design: Design, plan: CapacityPlan) -> list[
     """The ceiling, then per target the search and its steady confirmation; every record made."""
     capacity = CapacityRun(run, design, plan)
     capacity.ceilings()
+    capacity.checks()
     for target_ms in plan.targets_ms:
         capacity.confirm(target_ms, capacity.search(target_ms))
     return capacity.records

@@ -100,8 +100,21 @@ def _cell(workload: str, scale: str, target: str, rows: pd.DataFrame, column: st
     missing = "; ".join(why for why in (_why_missing(rows, "postgres", sides[0], nothing),
                                         _why_missing(rows, "dedicated", sides[1], nothing)) if why)
     unlike = postgres is not None and dedicated is not None and not peers(postgres["variant"], dedicated["variant"])
+    checks = "; ".join(load_check(row) for row in (postgres, dedicated) if row is not None)
     return Cell(workload, f"capacity, {scale}", target, sides[0], sides[1], TABLE, unit=unit, missing=missing,
-                unjudged="not like for like" if unlike else "", window_s=window_s)
+                unjudged="not like for like" if unlike else "", window_s=window_s, load_check=checks)
+
+
+def load_check(row: pd.Series) -> str:
+    """Whether the harness and the system's C tool agreed on the design's ceiling: the harness is
+    what finds each capacity, so a cell says when the check failed or could not be made."""
+    tool, agrees = row.get("ceiling_by"), row.get("agrees")
+    if tool is None or pd.isna(tool):
+        return f"{row['variant']}: harness only (no C tool runs its operations)"
+    if agrees is None or pd.isna(agrees):
+        return f"{row['variant']}: {tool} ceiling not checked against the harness"
+    ratio = float(row["check_over_ceiling"])
+    return f"{row['variant']}: harness ×{ratio:.2f} of {tool} ({'agree' if agrees else 'disagree'}: 25 % band)"
 
 
 def _why_missing(rows: pd.DataFrame, side: str, found: Side | None, nothing: str) -> str:

@@ -11,7 +11,9 @@ held), ``capacity_limit`` (a confirmation whose load set saturated makes it a fl
 between the two; None: none missed, so the capacity is a floor), ``confirmations`` ("k of n held"), ``p99_ms`` and ``p99_low_ms``/``p99_high_ms`` of the held
 confirmations, ``steady_s``; ``server_cpu_us_per_item`` at the capacity rate (exact window CPU;
 printed beside the rates, never deciding); ``curve``: every probe and confirmation as
-(offered_per_s, p99_ms, held).
+(offered_per_s, p99_ms, held). Where the ceiling ran the system's C tool: ``ceiling_by`` (the
+tool), ``check_per_s`` (the harness's median at the ceiling's clients), ``check_over_ceiling``
+(harness / tool) and ``agrees`` (within ``AGREEMENT`` of each other); no check: None.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from pglimits_core.analysis.verdict import LOAD, combined_limit, limit_from_record
-from pglimits_core.experiments.capacity import CEILING, CONFIRM, EXPERIMENT, PROBE, slo_for
+from pglimits_core.experiments.capacity import CEILING, CHECK, CONFIRM, EXPERIMENT, PROBE, slo_for
 from pglimits_core.load.ratesearch import PointResult, Slo
 from pglimits_core.record.summary import Summary
 
@@ -77,6 +79,30 @@ def ceiling_figures(runs: list[dict[str, Any]], items_per_s: Callable[[Summary],
             "ceiling_limit": combined_limit([limit_of(m) for _, m in best]),
             "ceiling_server_cores": None if None in cores else statistics.median(cores),
             "ceiling_s": min(m["params"].get("window_s") or 0 for _, m in best) or None}
+
+
+#: the harness and the C tool agree when their rates on the same ceiling are within 25 % (the
+#: study's tie band): outside it, one of the two loads measured itself, not the server
+AGREEMENT = 0.25
+
+
+def ceiling_tool(runs: list[dict[str, Any]]) -> str | None:
+    """The C tool a design's ceiling ran (its records' ``params.tool``), None: the harness."""
+    tools = {r["manifest"]["params"].get("tool") for r in runs}
+    return next(iter(tools)) if len(tools) == 1 and None not in tools else None
+
+
+def check_figures(checks: list[dict[str, Any]], ceiling: dict[str, Any], tool: str | None,
+                  items_per_s: Callable[[Summary], float]) -> dict[str, Any]:
+    """The harness's rate at the ceiling's clients against the tool's ceiling (no check: Nones)."""
+    rates = [items_per_s(Summary.model_validate(r["summary"])) for r in checks
+             if r["manifest"]["status"] == "complete" and r["summary"]
+             and r["manifest"]["params"].get("clients") == ceiling.get("ceiling_clients")]
+    if not rates or not ceiling.get("ceiling_per_s"):
+        return {"ceiling_by": tool, "check_per_s": None, "check_over_ceiling": None, "agrees": None}
+    ratio = statistics.median(rates) / ceiling["ceiling_per_s"]
+    return {"ceiling_by": tool, "check_per_s": statistics.median(rates), "check_over_ceiling": ratio,
+            "agrees": abs(ratio - 1) <= AGREEMENT}
 
 
 def recorded_slo(params: dict[str, Any]) -> Slo:
@@ -158,7 +184,10 @@ def capacity_table(records: list[dict[str, Any]], reading: Reading, items_per_s:
         manifest = runs[0]["manifest"]
         server = next(iter(manifest["servers"]))
         base = {"variant": variant, "system": manifest["system"], "server": server, "side": side_of(server)}
-        ceiling = ceiling_figures([r for r in runs if r["manifest"]["params"]["stage"] == CEILING], items_per_s, ran_dry)
+        ceilings = [r for r in runs if r["manifest"]["params"]["stage"] == CEILING]
+        ceiling = ceiling_figures(ceilings, items_per_s, ran_dry)
+        ceiling |= check_figures([r for r in runs if r["manifest"]["params"]["stage"] == CHECK], ceiling,
+                                 ceiling_tool(ceilings), items_per_s)
         targets = sorted({r["manifest"]["params"]["target_p99_ms"] for r in runs
                           if r["manifest"]["params"]["stage"] in (PROBE, CONFIRM)})
         for target in targets:

@@ -162,3 +162,62 @@ def test_a_cell_decides_only_from_steady_windows():
     assert words(steady) == "dedicated wins"
     assert words(short).startswith(f"{NOT_DECIDED}: 2-s windows") and "indicative: dedicated wins" in words(short)
     assert "a sweep's short windows" in words(unknown) and "indicative: dedicated wins" in words(unknown)
+
+
+class ToolDesign(KneeDesign):
+    """A design whose ceiling ran a C tool: the harness checks it on the same clients."""
+
+    def check_run(self, run, clients, warmup_s, duration_s, params):
+        self.calls.append({**params, "duration_s": duration_s})
+        return RecordedRun(Path("/nowhere"), Summary(run_id="h", status="complete", entries=[]), "complete", None, {})
+
+
+def test_a_tool_ceiling_is_checked_by_the_harness_after_it_and_a_harness_ceiling_is_not():
+    from pglimits_core.experiments.capacity import CHECK, VariantDesign
+
+    design = ToolDesign(knee=1000)
+    records = measure_capacity(None, design, PLAN)
+    stages = [call["stage"] for call in design.calls]
+    assert stages[:4] == [CEILING] * 3 + [CHECK] and len(records) == len(design.calls)
+    assert design.calls[3]["clients"] == 4 and design.calls[3]["duration_s"] == PLAN.ceiling_s
+    assert VariantDesign().check_run(None, 4, 1, 30, {}) is None  # the harness's own ceiling: nothing to check
+
+
+def ceiling_record(stage: str, rate: float, tool: str | None = "pgbench", clients: int = 4) -> dict:
+    params = {"experiment": "capacity", "variant": "pg_delete batch=1", "stage": stage, "clients": clients,
+              "repetition": 0, "window_s": 30, "target_p99_ms": None, **({"tool": tool} if tool else {})}
+    manifest = {"status": "complete", "system": "pg_delete", "servers": {"postgres": {}}, "params": params,
+                "limit": {"side": "server"}, "cpu": {"exact": {"server_cores_used": 0.9}}}
+    return {"manifest": manifest, "summary": Summary(run_id=str(rate), status="complete", entries=[]).model_dump()}
+
+
+def test_the_table_sets_the_harness_beside_its_tool_and_says_whether_they_agree():
+    from pglimits_core.experiments.capacity import CHECK
+
+    rate = lambda summary: float(summary.run_id)  # noqa: E731
+    agree = capacity_table([ceiling_record(CEILING, 4000), ceiling_record(CHECK, 3300, tool=None)], reading, rate)
+    row = agree.iloc[0]
+    assert row.ceiling_by == "pgbench" and row.check_per_s == 3300 and row.agrees
+    assert abs(row.check_over_ceiling - 0.825) < 1e-9
+    apart = capacity_table([ceiling_record(CEILING, 4000), ceiling_record(CHECK, 2900, tool=None)], reading, rate)
+    assert not apart.iloc[0].agrees  # 0.725: outside the 25 % band
+    unchecked = capacity_table([ceiling_record(CEILING, 4000)], reading, rate).iloc[0]
+    assert unchecked.ceiling_by == "pgbench" and unchecked.agrees is None
+    other_clients = capacity_table([ceiling_record(CEILING, 4000), ceiling_record(CHECK, 3900, None, clients=8)],
+                                   reading, rate).iloc[0]
+    assert other_clients.agrees is None  # a check on other terms checks nothing
+    harness = capacity_table([ceiling_record(CEILING, 4000, tool=None)], reading, rate).iloc[0]
+    assert harness.ceiling_by is None and harness.agrees is None
+
+
+def test_a_cell_says_whether_its_deciding_rows_passed_the_load_check():
+    checked = {"ceiling_by": "pgbench", "agrees": False, "check_over_ceiling": 0.6}
+    table = pd.DataFrame([{**capacity_row("pg_skiplocked batch=1", 700.0, 800.0), **checked},
+                          {**capacity_row("redis_reliable appendfsync=always batch=1", 3000.0, 3400.0,
+                                          side="dedicated"), "ceiling_by": None, "agrees": None}])
+    cell = next(c for c in capacity_cells(table) if "10 ms" in c.target)
+    assert "pg_skiplocked batch=1: harness ×0.60 of pgbench (disagree" in cell.load_check
+    assert "redis_reliable appendfsync=always batch=1: harness only" in cell.load_check
+    from pglimits_core.analysis.decision import row
+
+    assert row(cell)["load_check"] == cell.load_check

@@ -51,6 +51,14 @@ class QueueDesign(VariantDesign):
         return throughput_point(run, self.variant, clients, self.spec.prefill, duration_s, warmup_s,
                                 recorded_as=self.experiment, sizer=self.sizer, extra_params=params)
 
+    def check_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
+                  params: dict[str, Any]) -> RecordedRun | None:
+        """The harness's burn-down at the tool's clients (as many consumers)."""
+        if not self.uses_tool():
+            return None
+        return throughput_point(run, self.variant, clients, self.spec.prefill, duration_s, warmup_s,
+                                recorded_as=self.experiment, sizer=self.sizer, extra_params=params)
+
     def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
                  params: dict[str, Any]) -> RecordedRun:
         return latency_point(run, self.variant, rate, self.spec.producers, self.spec.consumers, duration_s,

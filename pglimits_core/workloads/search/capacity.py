@@ -53,6 +53,14 @@ class SearchDesign(VariantDesign):
         return throughput_point(run, v, self.setup, stream, clients, duration_s, warmup_s,
                                 experiment=EXPERIMENT, extra_params=params)
 
+    def check_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
+                  params: dict[str, Any]) -> RecordedRun | None:
+        """The harness's closed loop on the tool's stream at as many clients."""
+        if not self.uses_tool():
+            return None
+        return throughput_point(run, self.variant, self.setup, self.spec.stream, clients, duration_s, warmup_s,
+                                experiment=EXPERIMENT, extra_params=params)
+
     def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
                  params: dict[str, Any]) -> RecordedRun:
         return rate_point(run, self.variant, self.setup, self.spec.stream, rate, self.spec.workers, duration_s,

@@ -83,6 +83,15 @@ class VectorsDesign:
                            duration_s=duration_s, warmup_s=warmup_s, recorded_as=EXPERIMENT,
                            extra_params=self._params(params))
 
+    def check_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
+                  params: dict[str, Any]) -> RecordedRun | None:
+        """The harness's closed loop at the tool's ef and clients."""
+        if not self.uses_tool():
+            return None
+        return sweep_point(run, self.variant, self.setup, self.ef, clients, params["repetition"], with_recall=False,
+                           duration_s=duration_s, warmup_s=warmup_s, recorded_as=EXPERIMENT,
+                           extra_params=self._params(params))
+
     def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
                  params: dict[str, Any]) -> RecordedRun:
         with_recall, self.scored = not self.scored, True
