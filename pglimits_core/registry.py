@@ -129,8 +129,10 @@ def workloads() -> list[Workload]:
 
 
 def with_capacity(capacity: Callable[[Any], list[Any]], others: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
-    """A workload's matrix cells: its capacity cells first (the headline, steady windows), then
-    the cells of its other experiments (indicative where their windows are short)."""
+    """A workload's matrix cells: its capacity cells (the headline: capacity at each target and
+    the ceilings, from steady windows) where its records have them; only without them, the cells
+    of its older sweeps (short windows: indicative, never decided). The sweeps' tables stay, with
+    their curves; a cell they would add beside the capacity cells could decide nothing."""
     def decisions(tables: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        return [*capacity(tables), *others(tables, *args, **kwargs)]
+        return capacity(tables) or others(tables, *args, **kwargs)
     return decisions

@@ -51,6 +51,12 @@ install_servers() {
   .venv/bin/pglimits servers install
 }
 
+find_go() {
+  # the Go toolchain's usual home when it is not on PATH (a non-login shell)
+  [ -x /usr/local/go/bin/go ] && ! command -v go >/dev/null && export PATH="$PATH:/usr/local/go/bin"
+  command -v go >/dev/null
+}
+
 VEGETA_VERSION=v12.13.0   # the HTTP load tool of the search ceiling (Go module, built from the Go module proxy)
 TOOLS_BIN=.tools/bin
 
@@ -59,9 +65,7 @@ install_vegeta() {
   if [ -x "$TOOLS_BIN/vegeta" ] && grep -aq "mod.github.com/tsenart/vegeta/v12.${VEGETA_VERSION}" "$TOOLS_BIN/vegeta"; then
     return
   fi
-  # the Go toolchain's usual home when it is not on PATH (a non-login shell)
-  [ -x /usr/local/go/bin/go ] && ! command -v go >/dev/null && export PATH="$PATH:/usr/local/go/bin"
-  if ! command -v go >/dev/null; then
+  if ! find_go; then
     log "go not found: vegeta not installed, the search study's HTTP ceilings will be reported unavailable"
     return
   fi
@@ -70,9 +74,27 @@ install_vegeta() {
   GOBIN="$PWD/$TOOLS_BIN" go install "github.com/tsenart/vegeta/v12@${VEGETA_VERSION}"
 }
 
+install_qload() {
+  # the queue's compiled open-loop load (tools/qload: Go, module versions pinned in its go.mod and
+  # go.sum); rebuilt when its sources change (their hash is stamped beside the binary)
+  local want; want=$(cat tools/qload/*.go tools/qload/go.mod tools/qload/go.sum | sha256sum | cut -c1-16)
+  if [ -x "$TOOLS_BIN/qload" ] && [ "$(cat "$TOOLS_BIN/qload.stamp" 2>/dev/null)" = "$want" ]; then
+    return
+  fi
+  if ! find_go; then
+    log "go not found: qload not built, the queue capacity's compiled load will be reported unavailable"
+    return
+  fi
+  log "qload (go build tools/qload into ${TOOLS_BIN})"
+  mkdir -p "$TOOLS_BIN"
+  (cd tools/qload && go build -mod=readonly -o "../../$TOOLS_BIN/qload" .)
+  echo "$want" > "$TOOLS_BIN/qload.stamp"
+}
+
 install_apt
 check_java
 install_python
 install_servers
 install_vegeta
+install_qload
 log "done — .venv/bin/pglimits doctor shows what is installed"

@@ -65,6 +65,10 @@ def test_the_postgres_ceiling_is_pgbench_running_the_adapters_sql(measured):
     ceiling = params_of(records["pg_delete batch=1"][0])
     assert ceiling["tool"] == "pgbench" and "LIMIT :batch" in ceiling["tool_scripts"]["pg_delete.sql"]
     assert "tool" not in params_of(records["redis_reliable batch=1"][0])  # the harness's burn-down
+    # the agreement check: the harness's burn-down on pgbench's terms, right after it; none for Redis
+    check = params_of(records["pg_delete batch=1"][1])
+    assert check["stage"] == "check" and check["clients"] == ceiling["clients"] and "tool" not in check
+    assert "check" not in [params_of(r)["stage"] for r in records["redis_reliable batch=1"]]
 
 
 def test_the_table_gives_the_ceiling_its_limit_and_a_confirmed_rate(measured):
@@ -79,6 +83,8 @@ def test_the_table_gives_the_ceiling_its_limit_and_a_confirmed_rate(measured):
         assert row.capacity_per_s >= 150 and row.confirmations == "2 of 2 held", row
         assert row.p99_ms <= 100 and row.server_cpu_us_per_item > 0, row
         assert all(offered > 0 for offered, _, _ in row.curve)
+    pg = table[table.variant == "pg_delete batch=1"].iloc[0]
+    assert pg.ceiling_by == "pgbench" and pg.check_per_s > 0 and pg.agrees in (True, False)
 
 
 def test_the_placement_check_measures_the_same_ceiling_under_each_placement(study_run):

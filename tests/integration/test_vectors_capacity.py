@@ -72,7 +72,9 @@ def test_every_step_is_a_record_named_by_stage(measured):
         stages = [p["stage"] for p in params]
         assert stages[0] == CEILING and PROBE in stages and CONFIRM in stages, (label, stages)
         assert all(p["experiment"] == "capacity" and p["variant"] == label and p["ef"] == EF for p in params)
-        rates = [p for p in params if p["stage"] != CEILING]
+        rates = [p for p in params if p["stage"] in (PROBE, CONFIRM)]
+        # the agreement check: the harness on the tool's ceiling, right after it, at its clients
+        assert stages[1] == "check" and params[1]["clients"] == params[0]["clients"], (label, stages)
         assert all(p["target_p99_ms"] == 100.0 and p["offered_per_s"] > 0 and p["clients"] == 2 for p in rates)
         assert [p["with_recall"] for p in rates] == [True] + [False] * (len(rates) - 1)  # scored once
         confirms = [p for p in rates if p["stage"] == CONFIRM]
@@ -103,4 +105,5 @@ def test_the_table_gives_each_design_its_ceiling_a_confirmed_rate_and_its_recall
         # 150 queries/s of a 2,000-vector index with 100 ms of room holds on any box this suite runs on
         assert row.capacity_per_s >= 150 and row.confirmations == "2 of 2 held", row
         assert row.p99_ms <= 100 and row.server_cpu_us_per_item > 0, row
+        assert row.ceiling_by in ("pgbench", "vegeta") and row.check_per_s > 0 and row.agrees in (True, False), row
     assert "capacity" in all_tables(vectors_frame(records))

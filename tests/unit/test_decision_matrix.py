@@ -309,3 +309,12 @@ def test_a_tile_names_its_scale_without_the_details_the_matrix_table_holds():
              "drill: pg_delete batch=1 lost 18 acknowledged messages in 2 drills); like for like (same batch)")
     assert tile_words(scale) == "best closed-loop throughput of the measured consumer counts, durability periodic"
     assert tile_words("send → claim p99 ≤ 50 ms (from the scheduled send)") == "send → claim p99 ≤ 50 ms"
+
+
+def test_capacity_cells_replace_the_sweeps_cells_and_only_without_them_the_sweeps_show():
+    from pglimits_core.registry import with_capacity
+
+    sweep = [Cell("queue", "peak", "none", None, None, "throughput")]
+    capacity = [Cell("queue", "capacity, durability per_commit", "p99 ≤ 10 ms", None, None, "capacity")]
+    assert with_capacity(lambda tables: capacity, lambda tables: sweep)({}) == capacity
+    assert with_capacity(lambda tables: [], lambda tables: sweep)({}) == sweep

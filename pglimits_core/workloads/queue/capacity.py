@@ -25,6 +25,7 @@ from pglimits_core.workloads.queue.points import (
 )
 from pglimits_core.workloads.queue.prefill_size import PrefillSizer
 from pglimits_core.workloads.queue.profile import QueueCapacity
+from pglimits_core.workloads.queue.qload_points import QLOAD_SYSTEMS, qload_point
 
 if TYPE_CHECKING:
     from pglimits_core.studies.runner import RecordedRun
@@ -61,6 +62,9 @@ class QueueDesign(VariantDesign):
 
     def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
                  params: dict[str, Any]) -> RecordedRun:
+        if self.spec.load == "qload" and self.system in QLOAD_SYSTEMS:
+            return qload_point(run, self.variant, rate, self.spec.producers, self.spec.consumers, duration_s,
+                               warmup_s, experiment="capacity", extra_params=params)
         return latency_point(run, self.variant, rate, self.spec.producers, self.spec.consumers, duration_s,
                              warmup_s, experiment="capacity", extra_params=params)
 

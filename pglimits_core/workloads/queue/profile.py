@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 
@@ -154,11 +154,14 @@ class HarnessBench(CeilingSweep):
 class QueueCapacity(CapacitySpec):
     """``capacity:`` (``experiments.capacity``): the core experiment's knobs plus the load's shape:
     open-loop producers (one message per enqueue) and closed-loop consumers for the rate points;
-    ``prefill`` caps a ceiling's backlog (each is sized from the design's rate so far)."""
+    ``prefill`` caps a ceiling's backlog (each is sized from the design's rate so far). ``load``:
+    who drives the rate points — ``harness`` (the Python workers) or ``qload`` (the compiled load,
+    ``load.tools.qload``, for the designs with a server; SQLite's stay the harness's)."""
 
     producers: PositiveInt = 4
     consumers: PositiveInt = 4
     prefill: PositiveInt = 800_000
+    load: Literal["harness", "qload"] = "harness"
 
 
 class PlacementCheck(ForVariants):

@@ -1,0 +1,225 @@
+"""qload (Go, ``tools/qload``, built by ``make setup`` into ``.tools/bin``): the queue workload's
+open-loop load in a compiled language, for the rates the Python harness cannot offer from one core.
+
+It runs a queue design's own verbs — the adapter's very SQL for a Postgres design (enqueue, claim,
+ack, each autocommitted as the adapter runs it, with the variant's session settings), LPUSH /
+LMOVE / LREM for the Redis reliable queue (``pipeline`` commands a round trip) — with the
+harness's contract: producers send one message per operation on a uniform open-loop schedule,
+each payload carrying its *intended* send time (the harness's payload format), and consumers claim
+closed loop, an empty claim sleeping 1 ms. Every send and every claimed message is logged
+(``-samples``), so the record holds exact histograms built here, in the harness's shape:
+
+- role ``producer`` (open loop at the offered rate): a send is in the phase of its intended time;
+  ``latency`` = completion − intended send, ``schedule_lag`` and ``service_time``; a send that
+  began after its phase ended is ``late`` (not achieved);
+- role ``consumer`` (closed loop): ``end_to_end`` = claim returned − intended send, for every
+  message whose intended send lies in the phase — claimed in it or after it, up to the drain
+  cutoff (so a consumer falling behind cannot leave its slowest messages out); its items are the
+  messages claimed inside the phase (their rate, against the producers', is the backlog growth);
+  a message of the window never claimed by the cutoff is ``missed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.config import PROJECT_ROOT
+from pglimits_core.load.tools.process import (
+    ToolCommand,
+    ToolLoad,
+    ToolProcess,
+    end_margin,
+    require_binary,
+)
+from pglimits_core.record import histograms as hist
+from pglimits_core.record.recorder import COUNT_FIELDS
+from pglimits_core.record.results import PhaseInfo, RoleInfo, RunResult, WorkerStatus
+from pglimits_core.record.timeseries import KEY_COLUMNS
+
+FIX = "make setup (needs go: it builds tools/qload into .tools/bin)"
+SAMPLES = "samples.csv"
+#: after the window, how long the consumers may take to claim what it sent (then: missed)
+DRAIN_S = 10.0
+#: qload's own lead-in before the first intended send (``main.go``: start = now + 50 ms)
+LEAD_IN_S = 0.05
+
+
+def qload_binary() -> str:
+    return require_binary("qload", str(PROJECT_ROOT / ".tools" / "bin" / "qload"), FIX)
+
+
+def source_version() -> str:
+    """The sources' hash the setup stamped beside the binary (what was built), or "unknown"."""
+    stamp = PROJECT_ROOT / ".tools" / "bin" / "qload.stamp"
+    return stamp.read_text().strip() if stamp.is_file() else "unknown"
+
+
+def dollar_params(statement: str) -> str:
+    """An adapter's ``%s`` placeholders as ``$1, $2, ...`` (the extended protocol qload uses)."""
+    parts = statement.split("%s")
+    return "".join(part + (f"${i}" if i < len(parts) else "") for i, part in enumerate(parts, start=1))
+
+
+@dataclass(frozen=True)
+class QueueVerbs:
+    """What qload runs: ``system`` "postgres" (``enqueue_sql`` with ``$1`` the payload,
+    ``claim_sql`` returning (id, payload) with ``claim_params`` in order — "consumer", "batch" —
+    ``ack_sql`` with ``$1`` the ids, "" when the claim removed them, ``settings`` for every
+    session) or "redis" (``key``, ``pipeline``)."""
+
+    system: str
+    enqueue_sql: str = ""
+    claim_sql: str = ""
+    claim_params: tuple[str, ...] = ("batch",)
+    ack_sql: str = ""
+    settings: dict[str, str] = field(default_factory=dict)
+    key: str = ""
+    pipeline: int = 1
+
+    def argv(self) -> list[str]:
+        if self.system == "redis":
+            return ["-system", "redis", "-key", self.key, "-pipeline", str(self.pipeline)]
+        settings = ",".join(f"{name}={value}" for name, value in sorted(self.settings.items()))
+        return ["-system", "postgres", "-enqueue-sql", self.enqueue_sql, "-claim-sql", self.claim_sql,
+                "-claim-params", ",".join(self.claim_params), "-ack-sql", self.ack_sql,
+                *(["-settings", settings] if settings else [])]
+
+
+class QloadLoad(ToolLoad):
+    """``rate`` messages/s from ``producers`` for ``warmup_s + duration_s``, ``consumers``
+    claiming ``batch`` at a time, against ``target`` (a libpq URL, or host:port for Redis)."""
+
+    tool = "qload"
+
+    def __init__(self, verbs: QueueVerbs, target: str, rate: float, producers: int, consumers: int, batch: int,
+                 duration_s: float, warmup_s: float, seed: int = 42, binary: str | None = None):
+        self.binary = binary or qload_binary()
+        self.version = source_version()
+        self.verbs, self.target, self.rate = verbs, target, float(rate)
+        self.producers, self.consumers, self.batch = int(producers), int(consumers), int(batch)
+        self.duration_s, self.warmup_s, self.seed = float(duration_s), float(warmup_s), int(seed)
+        self.client_cores = os.cpu_count() or 1  # a Go program: its goroutines may run on every core
+
+    def measured_offsets(self) -> tuple[float, float]:
+        start = LEAD_IN_S + self.warmup_s
+        return start, start + self.duration_s - end_margin(self.duration_s)
+
+    def commands(self) -> list[ToolCommand]:
+        argv = [self.binary, *self.verbs.argv(), "-target", self.target, "-rate", f"{self.rate:g}",
+                "-producers", str(self.producers), "-consumers", str(self.consumers), "-batch", str(self.batch),
+                "-warmup", _go_seconds(self.warmup_s), "-duration", _go_seconds(self.duration_s),
+                "-drain", _go_seconds(DRAIN_S), "-seed", str(self.seed), "-samples", SAMPLES]
+        return [ToolCommand("run", argv, timeout_s=self.warmup_s + self.duration_s + DRAIN_S + 60)]
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "tool_loop": f"open at {self.rate:g}/s (latency from the intended send)",
+                "tool_producers": self.producers, "tool_consumers": self.consumers, "tool_batch": self.batch}
+
+    def run(self, process: ToolProcess) -> RunResult:
+        (command,) = self.commands()
+        output = process.run(command)
+        error = output.failure()
+        reported: dict[str, Any] = {}
+        if error is None:
+            try:
+                reported = json.loads(output.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                error = f"qload printed no result: {output.stdout[-300:]!r}"
+        sends, claims = read_samples(process.cwd / SAMPLES) if error is None else ([], [])
+        result = samples_result(sends, claims, self.rate, self.producers, self.consumers, self.warmup_s,
+                                self.duration_s)
+        if error is None and reported.get("errors"):
+            error = f"qload: {reported['errors']} failed operations (its stderr: {output.stderr.strip()[-300:]})"
+        result.status, result.error = ("failed", error) if error else ("complete", None)
+        result.workers = [WorkerStatus("tool", 0, "failed" if error else "ok", error, ended_by="duration")]
+        result.params = {"tool_reported": reported, "tool_elapsed_s": round(output.elapsed_s, 3)}
+        return result
+
+
+def _go_seconds(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+LINE = re.compile(r"^(send|claim),(-?\d+),(-?\d+),(-?\d+)$")
+
+
+def read_samples(path) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """(sends, claims) as (intended, began, done) ns since qload's start."""
+    sends, claims = [], []
+    for line in path.read_text().splitlines():
+        if (found := LINE.match(line)) is None:
+            continue
+        row = (int(found.group(2)), int(found.group(3)), int(found.group(4)))
+        (sends if found.group(1) == "send" else claims).append(row)
+    return sends, claims
+
+
+class _Tally:
+    """Counts, histograms and per-second rows of one run, by phase (``samples_result``)."""
+
+    def __init__(self, warmup_s: float, duration_s: float):
+        self.phases = ([PhaseInfo("warmup", warmup_s, warmup=True)] if warmup_s > 0 else []) + \
+            [PhaseInfo("measure", duration_s)]
+        spans = {"warmup": (0.0, warmup_s * 1e9), "measure": (warmup_s * 1e9, (warmup_s + duration_s) * 1e9)}
+        self.bounds = {p.name: spans[p.name] for p in self.phases}
+        self.histograms: dict[tuple, Any] = {}
+        self.counts = {(role, op, p.name): {k: 0 for k in (*COUNT_FIELDS, "missed", "late")}
+                       for role, op in (("producer", "enqueue"), ("consumer", "claim")) for p in self.phases}
+        self.per_second: dict[tuple, dict[str, int]] = defaultdict(lambda: {k: 0 for k in COUNT_FIELDS})
+
+    def phase_of(self, ns: int) -> str | None:
+        return next((name for name, (start, end) in self.bounds.items() if start <= ns < end), None)
+
+    def record(self, role: str, op: str, kind: str, phase: str, value_ns: int) -> None:
+        histogram = self.histograms.setdefault((role, op, kind, phase), hist.new_histogram())
+        hist.record_us(histogram, max(1, round(value_ns / 1000)))
+
+    def send(self, intended: int, began: int, done: int) -> None:
+        if (phase := self.phase_of(intended)) is None:
+            return
+        count = self.counts[("producer", "enqueue", phase)]
+        count["ops"] += 1  # as the harness counts: a late start is an op, not achieved (summary)
+        count["items"] += 1
+        count["late"] += began >= self.bounds[phase][1]
+        self.record("producer", "enqueue", "latency", phase, done - intended)
+        self.record("producer", "enqueue", "schedule_lag", phase, began - intended)
+        self.record("producer", "enqueue", "service_time", phase, done - began)
+        self.per_second[("producer", "enqueue", phase, int(intended // 1e9))]["ops"] += 1
+
+    def claim(self, intended: int, returned: int) -> bool:
+        """One claimed message; True when its intended send lies in the measured window."""
+        if (phase := self.phase_of(intended)) is not None:
+            self.record("consumer", "claim", "end_to_end", phase, returned - intended)
+        if (claimed_in := self.phase_of(returned)) is not None:
+            self.counts[("consumer", "claim", claimed_in)]["ops"] += 1
+            self.counts[("consumer", "claim", claimed_in)]["items"] += 1
+            self.per_second[("consumer", "claim", claimed_in, int(returned // 1e9))]["items"] += 1
+        return phase == "measure"
+
+    def frame(self) -> pd.DataFrame:
+        rows = [{"role": role, "op": op, "phase": phase, "second": second, **values}
+                for (role, op, phase, second), values in sorted(self.per_second.items())]
+        return pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=[*KEY_COLUMNS, *COUNT_FIELDS])
+
+
+def samples_result(sends: list[tuple[int, int, int]], claims: list[tuple[int, int, int]], rate: float,
+                   producers: int, consumers: int, warmup_s: float, duration_s: float) -> RunResult:
+    """The run's summary material from every send and claim (see the module docstring)."""
+    tally = _Tally(warmup_s, duration_s)
+    for intended, began, done in sends:
+        tally.send(intended, began, done)
+    measured_sent = sum(1 for intended, _, _ in sends if tally.phase_of(intended) == "measure")
+    claimed_of_window = sum(tally.claim(intended, returned) for intended, _, returned in claims)
+    tally.counts[("consumer", "claim", "measure")]["missed"] = max(0, measured_sent - claimed_of_window)
+    names = tuple(p.name for p in tally.phases)
+    roles = [RoleInfo("producer", "enqueue", "open", producers, offered_rate=rate, active_phases=names),
+             RoleInfo("consumer", "claim", "closed", consumers, active_phases=names)]
+    return RunResult(phases=tally.phases, roles=roles, workers=[], histograms=tally.histograms,
+                     counts=tally.counts, timeseries=tally.frame(), status="complete", error=None, params={})

@@ -1,0 +1,381 @@
+// qload: the queue workload's open-loop load in a compiled language, for the rates the Python
+// harness cannot offer from one core. Producers enqueue one message per operation on a uniform
+// open-loop schedule; each payload carries its *intended* send time (CLOCK_MONOTONIC ns, the
+// harness's payload format), so a producer or a server that falls behind shows as latency.
+// Consumers claim closed loop (an idle poll sleeps -idle) and record send -> claim (claim
+// returned - intended send) for every message whose intended send lies in the measured window;
+// after the window the consumers keep claiming until every one of those messages was claimed or
+// -drain passes, so the p99 counts every message meant for the window. Output: one JSON object.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+type config struct {
+	system, target                string
+	rate                          float64
+	producers, consumers, batch   int
+	warmup, duration, drain, idle time.Duration
+	enqueueSQL, claimSQL, ackSQL  string
+	claimParams                   string
+	settings                      string
+	key                           string
+	pipeline                      int
+	seed                          int64
+	samples                       string
+}
+
+// Queue is one system's three verbs, as its adapter in the harness runs them.
+type Queue interface {
+	Enqueue(ctx context.Context, payload []byte) error
+	Claim(ctx context.Context, batch int) ([]Claimed, error)
+	Ack(ctx context.Context, claimed []Claimed) error
+	Close()
+}
+
+// Claimed is one claimed message: the id its ack needs and its payload.
+type Claimed struct {
+	ID      int64
+	Payload []byte
+}
+
+func monotonicNs() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// the harness's payload: {"enq_ns":<20 wide>,"id":"<id>","pad":"..."} of one of the mix's sizes
+var sizeMix = []struct {
+	size  int
+	share float64
+}{{256, 0.70}, {1024, 0.25}, {8192, 0.05}}
+
+const filler = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+func payload(rng *rand.Rand, id string, enqNs int64) []byte {
+	size, point, total := sizeMix[len(sizeMix)-1].size, rng.Float64(), 0.0
+	for _, s := range sizeMix {
+		total += s.share
+		if point < total {
+			size = s.size
+			break
+		}
+	}
+	head := fmt.Sprintf(`{"enq_ns":%20d,"id":"%s","pad":"`, enqNs, id)
+	pad := size - len(head) - 2
+	if pad < 0 {
+		pad = 0
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(head)
+	for i := 0; i < pad; i++ {
+		b.WriteByte(filler[(i+rng.Intn(7))%len(filler)])
+	}
+	b.WriteString(`"}`)
+	return []byte(b.String())
+}
+
+// enqNs reads the intended send time back from a payload (-1: not one of ours). The key may be
+// anywhere and followed by spaces: pgmq stores jsonb, which reorders keys and drops the padding.
+func enqNs(p []byte) int64 {
+	const key = `"enq_ns":`
+	i := strings.Index(string(p), key)
+	if i < 0 {
+		return -1
+	}
+	j := i + len(key)
+	for j < len(p) && p[j] == ' ' {
+		j++
+	}
+	k := j
+	for k < len(p) && p[k] >= '0' && p[k] <= '9' {
+		k++
+	}
+	v, err := strconv.ParseInt(string(p[j:k]), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// samples are microseconds; percentiles by rank over every sample (no histogram binning)
+type samples struct {
+	mu sync.Mutex
+	us []int64
+}
+
+func (s *samples) add(us int64) { s.mu.Lock(); s.us = append(s.us, us); s.mu.Unlock() }
+
+func (s *samples) summary() map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.us)
+	out := map[string]any{"count": n}
+	if n == 0 {
+		return out
+	}
+	sort.Slice(s.us, func(i, j int) bool { return s.us[i] < s.us[j] })
+	at := func(q float64) int64 {
+		r := int(q*float64(n)+0.999999) - 1 // the nearest-rank percentile
+		if r < 0 {
+			r = 0
+		}
+		if r >= n {
+			r = n - 1
+		}
+		return s.us[r]
+	}
+	var sum int64
+	for _, v := range s.us {
+		sum += v
+	}
+	for name, q := range map[string]float64{"p50_us": 0.50, "p90_us": 0.90, "p99_us": 0.99, "p999_us": 0.999} {
+		out[name] = at(q)
+	}
+	out["max_us"] = s.us[n-1]
+	out["mean_us"] = float64(sum) / float64(n)
+	return out
+}
+
+type run struct {
+	cfg                              config
+	start, windowStart, windowEnd    int64
+	measured                         atomic.Int64 // messages whose intended send is in the window, sent
+	claimedMeasured                  atomic.Int64
+	claimedAll, sentAll              atomic.Int64
+	errors                           atomic.Int64
+	idlePolls                        atomic.Int64
+	endToEnd, lag, sendSvc, claimSvc samples
+	producersDone                    atomic.Bool
+	// every send and every claimed message, for the caller's exact histograms (-samples)
+	logMu  sync.Mutex
+	sends  [][3]int64 // intended offset ns, began offset ns, done offset ns
+	claims [][3]int64 // intended offset ns, claim began offset ns, claim returned offset ns
+}
+
+func (r *run) produce(ctx context.Context, q Queue, worker int) {
+	rng := rand.New(rand.NewSource(r.cfg.seed*1000 + int64(worker)))
+	interval := float64(r.cfg.producers) / r.cfg.rate * 1e9
+	// producers' schedules interleave: producer w sends at start + (k*P + w) / rate
+	offset := float64(worker) / r.cfg.rate * 1e9
+	end := r.windowEnd
+	for k := 0; ; k++ {
+		intended := r.start + int64(offset+float64(k)*interval)
+		if intended >= end {
+			return
+		}
+		if wait := intended - monotonicNs(); wait > 0 {
+			time.Sleep(time.Duration(wait))
+		}
+		began := monotonicNs()
+		err := q.Enqueue(ctx, payload(rng, fmt.Sprintf("g%d-%d", worker, k), intended))
+		done := monotonicNs()
+		r.sentAll.Add(1)
+		if r.cfg.samples != "" && err == nil {
+			r.logMu.Lock()
+			r.sends = append(r.sends, [3]int64{intended - r.start, began - r.start, done - r.start})
+			r.logMu.Unlock()
+		}
+		if err != nil {
+			r.errors.Add(1)
+			fmt.Fprintln(os.Stderr, "enqueue:", err)
+			continue
+		}
+		if intended >= r.windowStart {
+			r.measured.Add(1)
+			r.lag.add((began - intended) / 1000)
+			r.sendSvc.add((done - began) / 1000)
+		}
+	}
+}
+
+func (r *run) consume(ctx context.Context, q Queue, deadline int64) {
+	for monotonicNs() < deadline {
+		if r.producersDone.Load() && r.claimedMeasured.Load() >= r.measured.Load() {
+			return
+		}
+		began := monotonicNs()
+		claimed, err := q.Claim(ctx, r.cfg.batch)
+		returned := monotonicNs()
+		if err != nil {
+			r.errors.Add(1)
+			fmt.Fprintln(os.Stderr, "claim:", err)
+			time.Sleep(r.cfg.idle)
+			continue
+		}
+		if len(claimed) == 0 {
+			r.idlePolls.Add(1)
+			time.Sleep(r.cfg.idle)
+			continue
+		}
+		inWindow := false
+		for _, c := range claimed {
+			intended := enqNs(c.Payload)
+			r.claimedAll.Add(1)
+			if r.cfg.samples != "" && intended >= 0 {
+				r.logMu.Lock()
+				r.claims = append(r.claims, [3]int64{intended - r.start, began - r.start, returned - r.start})
+				r.logMu.Unlock()
+			}
+			if intended >= r.windowStart && intended < r.windowEnd {
+				r.claimedMeasured.Add(1)
+				r.endToEnd.add((returned - intended) / 1000)
+				inWindow = true
+			}
+		}
+		if inWindow {
+			r.claimSvc.add((returned - began) / 1000)
+		}
+		if err := q.Ack(ctx, claimed); err != nil {
+			r.errors.Add(1)
+			fmt.Fprintln(os.Stderr, "ack:", err)
+		}
+	}
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.system, "system", "postgres", "postgres or redis")
+	flag.StringVar(&c.target, "target", "", "a libpq URL (postgres) or host:port (redis)")
+	flag.Float64Var(&c.rate, "rate", 1000, "offered messages per second, all producers together")
+	flag.IntVar(&c.producers, "producers", 4, "producer connections")
+	flag.IntVar(&c.consumers, "consumers", 4, "consumer connections")
+	flag.IntVar(&c.batch, "batch", 1, "messages per claim")
+	flag.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured lead-in")
+	flag.DurationVar(&c.duration, "duration", 5*time.Second, "the measured window")
+	flag.DurationVar(&c.drain, "drain", 10*time.Second, "after the window, at most this long to claim what it sent")
+	flag.DurationVar(&c.idle, "idle", time.Millisecond, "sleep after an empty claim")
+	flag.StringVar(&c.enqueueSQL, "enqueue-sql", "", "postgres: enqueue one payload ($1 bytea)")
+	flag.StringVar(&c.claimSQL, "claim-sql", "", "postgres: claim, returning (id, payload)")
+	flag.StringVar(&c.claimParams, "claim-params", "batch", "postgres: the claim's parameters in order: batch, consumer")
+	flag.StringVar(&c.ackSQL, "ack-sql", "", "postgres: ack ($1 bigint[]); empty: the claim removed them")
+	flag.StringVar(&c.settings, "settings", "", "postgres: session settings, name=value,...")
+	flag.StringVar(&c.key, "key", "jobs", "redis: the queue's list")
+	flag.IntVar(&c.pipeline, "pipeline", 1, "redis: commands per round trip")
+	flag.Int64Var(&c.seed, "seed", 42, "payload sizes and fillers")
+	flag.StringVar(&c.samples, "samples", "", "write every send and claim here (CSV: kind,intended_ns,began_ns,done_ns from the run's start)")
+	flag.Parse()
+	if err := validate(c); err != nil {
+		fmt.Fprintln(os.Stderr, "qload: error:", err)
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	open := func(name string) (Queue, error) {
+		if c.system == "redis" {
+			return openRedis(ctx, c, name)
+		}
+		return openPostgres(ctx, c, name)
+	}
+	var producers, consumers []Queue
+	for i := 0; i < c.producers; i++ {
+		q, err := open(fmt.Sprintf("producer%d", i))
+		if err != nil {
+			fail(err)
+		}
+		producers = append(producers, q)
+	}
+	for i := 0; i < c.consumers; i++ {
+		q, err := open(fmt.Sprintf("qload%d", i))
+		if err != nil {
+			fail(err)
+		}
+		consumers = append(consumers, q)
+	}
+	r := &run{cfg: c}
+	r.start = monotonicNs() + int64(50*time.Millisecond)
+	r.windowStart = r.start + c.warmup.Nanoseconds()
+	r.windowEnd = r.windowStart + c.duration.Nanoseconds()
+	deadline := r.windowEnd + c.drain.Nanoseconds()
+	var pw, cw sync.WaitGroup
+	for i, q := range producers {
+		pw.Add(1)
+		go func(i int, q Queue) { defer pw.Done(); r.produce(ctx, q, i) }(i, q)
+	}
+	for _, q := range consumers {
+		cw.Add(1)
+		go func(q Queue) { defer cw.Done(); r.consume(ctx, q, deadline) }(q)
+	}
+	pw.Wait()
+	r.producersDone.Store(true)
+	cw.Wait()
+	finished := monotonicNs()
+	for _, q := range append(producers, consumers...) {
+		q.Close()
+	}
+	measured, claimed := r.measured.Load(), r.claimedMeasured.Load()
+	out := map[string]any{
+		"tool": "qload", "system": c.system, "offered_per_s": c.rate, "window_s": c.duration.Seconds(),
+		"warmup_s": c.warmup.Seconds(), "producers": c.producers, "consumers": c.consumers, "batch": c.batch,
+		"sent_in_window": measured, "achieved_per_s": float64(measured) / c.duration.Seconds(),
+		"claimed_of_window": claimed, "not_claimed_by_cutoff": measured - claimed,
+		"drain_s": float64(finished-r.windowEnd) / 1e9, "sent_total": r.sentAll.Load(),
+		"claimed_total": r.claimedAll.Load(), "errors": r.errors.Load(), "idle_polls": r.idlePolls.Load(),
+		"send_to_claim": r.endToEnd.summary(), "schedule_lag": r.lag.summary(),
+		"enqueue_service": r.sendSvc.summary(), "claim_service": r.claimSvc.summary(),
+	}
+	if c.samples != "" {
+		if err := r.writeSamples(c.samples); err != nil {
+			fail(err)
+		}
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		fail(err)
+	}
+}
+
+func validate(c config) error {
+	switch {
+	case c.system != "postgres" && c.system != "redis":
+		return fmt.Errorf("-system %q: use postgres or redis", c.system)
+	case c.target == "":
+		return fmt.Errorf("-target is required (a libpq URL, or host:port for redis)")
+	case c.rate <= 0 || c.producers < 1 || c.consumers < 1 || c.batch < 1 || c.pipeline < 1:
+		return fmt.Errorf("-rate, -producers, -consumers, -batch and -pipeline must be positive")
+	case c.system == "postgres" && (c.enqueueSQL == "" || c.claimSQL == ""):
+		return fmt.Errorf("postgres needs -enqueue-sql and -claim-sql (the adapter's statements)")
+	}
+	return nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "qload: error:", err)
+	os.Exit(1)
+}
+
+func (r *run) writeSamples(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for _, kind := range []struct {
+		name string
+		rows [][3]int64
+	}{{"send", r.sends}, {"claim", r.claims}} {
+		for _, row := range kind.rows {
+			fmt.Fprintf(w, "%s,%d,%d,%d\n", kind.name, row[0], row[1], row[2])
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
