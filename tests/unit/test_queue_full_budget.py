@@ -12,7 +12,7 @@ from pglimits_core.workloads.queue.prefill_size import FLOOR, SAFETY, PrefillSiz
 
 #: points per experiment of the full plan (3 repetitions where the experiment repeats)
 DESIGNED = {"throughput": 109, "latency": 51, "steady": 18, "ceiling": 18, "recovery": 20,
-            "consumer_crash": 10, "backup": 6, "cliff": 3, "harness_bench": 4, "capacity": 11,
+            "consumer_crash": 10, "backup": 6, "cliff": 3, "harness_bench": 4, "capacity": 7,
             "placement": 4}
 
 
