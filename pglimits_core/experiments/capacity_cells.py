@@ -106,11 +106,11 @@ def _cell(workload: str, scale: str, target: str, rows: pd.DataFrame, column: st
 
 
 def load_check(row: pd.Series) -> str:
-    """Whether the harness and the system's C tool agreed on the design's ceiling: the harness is
-    what finds each capacity, so a cell says when the check failed or could not be made."""
+    """Whether the harness and the system's C tool agreed on the design's ceiling (the same
+    server measured by two loads), so a cell says when the check failed or could not be made."""
     tool, agrees = row.get("ceiling_by"), row.get("agrees")
     if tool is None or pd.isna(tool):
-        return f"{row['variant']}: harness only (no C tool runs its operations)"
+        return f"{row['variant']}: ceiling by the harness alone (no C tool runs its operations in one window)"
     if agrees is None or pd.isna(agrees):
         return f"{row['variant']}: {tool} ceiling not checked against the harness"
     ratio = float(row["check_over_ceiling"])

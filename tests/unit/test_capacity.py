@@ -217,7 +217,7 @@ def test_a_cell_says_whether_its_deciding_rows_passed_the_load_check():
                                           side="dedicated"), "ceiling_by": None, "agrees": None}])
     cell = next(c for c in capacity_cells(table) if "10 ms" in c.target)
     assert "pg_skiplocked batch=1: harness ×0.60 of pgbench (disagree" in cell.load_check
-    assert "redis_reliable appendfsync=always batch=1: harness only" in cell.load_check
+    assert "redis_reliable appendfsync=always batch=1: ceiling by the harness alone" in cell.load_check
     from pglimits_core.analysis.decision import row
 
     assert row(cell)["load_check"] == cell.load_check

@@ -105,7 +105,8 @@ class QloadLoad(ToolLoad):
         self.verbs, self.target, self.rate = verbs, target, float(rate)
         self.producers, self.consumers, self.batch = int(producers), int(consumers), int(batch)
         self.duration_s, self.warmup_s, self.seed = float(duration_s), float(warmup_s), int(seed)
-        self.client_cores = os.cpu_count() or 1  # a Go program: its goroutines may run on every core
+        # a Go program's goroutines run on every core it may use: the load's set when placed
+        self.client_cores = len(os.sched_getaffinity(0)) or 1
 
     def measured_offsets(self) -> tuple[float, float]:
         start = LEAD_IN_S + self.warmup_s
