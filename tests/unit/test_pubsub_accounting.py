@@ -157,9 +157,9 @@ def test_every_profile_plans_its_pubsub_section():
         profile = load_profile(name)
         section = profile.section("pubsub")
         points = plan(section, profile)
-        # the C tools' ceiling and the capacity experiment where the profile asks for them (quick and full)
-        asked = {key for key in ("ceiling", "capacity") if getattr(section, key) is not None}
-        assert {p.experiment for p in points} == {"fanout", "cliff", "commit_serialization", "idle_listeners",
+        # the cliff, the C tools' ceiling and the capacity experiment where the profile asks for them
+        asked = {key for key in ("cliff", "ceiling", "capacity") if getattr(section, key) is not None}
+        assert {p.experiment for p in points} == {"fanout", "commit_serialization", "idle_listeners",
                                                   "stuck_subscriber", "payload_limit", *asked}, name
         assert {p.server for p in points} == {"postgres", "redis"}
 
