@@ -74,21 +74,23 @@ install_vegeta() {
   GOBIN="$PWD/$TOOLS_BIN" go install "github.com/tsenart/vegeta/v12@${VEGETA_VERSION}"
 }
 
-install_qload() {
-  # the queue's compiled open-loop load (tools/qload: Go, module versions pinned in its go.mod and
-  # go.sum); rebuilt when its sources change (their hash is stamped beside the binary)
-  local want; want=$(cat tools/qload/*.go tools/qload/go.mod tools/qload/go.sum | sha256sum | cut -c1-16)
-  if [ -x "$TOOLS_BIN/qload" ] && [ "$(cat "$TOOLS_BIN/qload.stamp" 2>/dev/null)" = "$want" ]; then
+install_go_tool() {
+  # a compiled load in tools/<name> (Go, module versions pinned in its go.mod and go.sum): qload
+  # for the queue, psload for pub/sub; rebuilt when its sources change (their hash is stamped
+  # beside the binary)
+  local name=$1 want
+  want=$(cat "tools/$name"/*.go "tools/$name/go.mod" "tools/$name/go.sum" | sha256sum | cut -c1-16)
+  if [ -x "$TOOLS_BIN/$name" ] && [ "$(cat "$TOOLS_BIN/$name.stamp" 2>/dev/null)" = "$want" ]; then
     return
   fi
   if ! find_go; then
-    log "go not found: qload not built, the queue capacity's compiled load will be reported unavailable"
+    log "go not found: $name not built, the capacity rate points it drives will be reported unavailable"
     return
   fi
-  log "qload (go build tools/qload into ${TOOLS_BIN})"
+  log "$name (go build tools/$name into ${TOOLS_BIN})"
   mkdir -p "$TOOLS_BIN"
-  (cd tools/qload && go build -mod=readonly -o "../../$TOOLS_BIN/qload" .)
-  echo "$want" > "$TOOLS_BIN/qload.stamp"
+  (cd "tools/$name" && go build -mod=readonly -o "../../$TOOLS_BIN/$name" .)
+  echo "$want" > "$TOOLS_BIN/$name.stamp"
 }
 
 install_apt
@@ -96,5 +98,6 @@ check_java
 install_python
 install_servers
 install_vegeta
-install_qload
+install_go_tool qload
+install_go_tool psload
 log "done — .venv/bin/pglimits doctor shows what is installed"

@@ -100,3 +100,39 @@ def placed_study(names: list[str], runs_root: Path, prefix: str, options: dict |
         fleet.stop()
         assert not server_processes(pids), "fleet left server processes behind"
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def own_postgres(prefix: str, settings: dict | None = None):
+    """A PostgreSQL of a test module's own (with its ``settings``), stopped and removed after."""
+    from pglimits_core.servers.postgres import PostgresServer
+
+    server = PostgresServer(data_dir=TEST_ROOT / f"{prefix}-{uuid.uuid4().hex[:12]}", settings=settings or {})
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.data_dir, ignore_errors=True)
+
+
+def vacuum_verbose(conn, table: str) -> str:
+    """VACUUM (VERBOSE) ``table``: the INFO report it sends (tuples removed / not yet removable)."""
+    messages = []
+
+    def keep(diag):
+        messages.append(diag.message_primary or "")
+
+    conn.add_notice_handler(keep)
+    try:
+        conn.execute(f"VACUUM (VERBOSE) {table}")
+    finally:
+        conn.remove_notice_handler(keep)
+    return "\n".join(messages)
+
+
+def backend_exists(dsn: str, pid: int) -> bool:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is not None

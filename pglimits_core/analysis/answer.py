@@ -73,8 +73,9 @@ def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None, exte
 
 def provenance_line(runs_dirs: dict[str, Path]) -> str:
     """Which machine and commit every cell comes from, and the wall-clock span of its run, read
-    from the committed manifests (run ids start with their UTC start time). More than one machine
-    or commit is named as such: cells from different ones must not be compared."""
+    from the committed manifests (run ids start with their UTC start time). Workloads measured in
+    different sittings (another commit) are named block by block; more than one machine or commit
+    is said as such: cells from different ones must not be compared."""
     sources = [source for host, runs in runs_dirs.items() if (source := _source(host, runs))]
     if not sources:
         return ""
@@ -87,13 +88,44 @@ def _source(host: str, runs: Path) -> tuple[str, list[str]] | None:
     manifests = [json.loads(path.read_text()) for path in sorted(runs.glob("*/manifest.json"))]
     if not manifests:
         return None
-    shas = sorted({_commit(m.get("git", {})) for m in manifests})
+    blocks = _blocks(manifests)
+    shas = sorted({sha for block_shas, _ in blocks for sha in block_shas})
+    if len(blocks) == 1:
+        return f"machine `{host}`, {_span(blocks[0][0], manifests)}{_not_run(runs)}", shas
+    said = "; ".join(f"{_names(studies)} at {_span(block_shas, [m for m in manifests if _study(m) in studies])}"
+                     for block_shas, studies in blocks)
+    return f"machine `{host}`: {said}{_not_run(runs)}", shas
+
+
+def _study(manifest: dict) -> str:
+    return str(manifest.get("study") or manifest["run_id"].split("-")[1])
+
+
+def _blocks(manifests: list[dict]) -> list[tuple[tuple[str, ...], list[str]]]:
+    """The workloads grouped by the commits their records come from (a sitting per block), in
+    order of their first record."""
+    commits: dict[str, set[str]] = {}
+    for manifest in manifests:
+        commits.setdefault(_study(manifest), set()).add(_commit(manifest.get("git", {})))
+    blocks: dict[tuple[str, ...], list[str]] = {}
+    first = {study: min(m["run_id"] for m in manifests if _study(m) == study) for study in commits}
+    for study in sorted(commits, key=first.get):
+        blocks.setdefault(tuple(sorted(commits[study])), []).append(study)
+    return list(blocks.items())
+
+
+def _names(studies: list[str]) -> str:
+    return studies[0] if len(studies) == 1 else f"{', '.join(studies[:-1])} and {studies[-1]}"
+
+
+def _span(shas: tuple[str, ...] | list[str], manifests: list[dict]) -> str:
+    """"commit `abc1234`: 802 run records (802 complete) from ... to ... UTC (88 min ...)"."""
     starts = sorted(m["run_id"][:16] for m in manifests)
     first, last = (datetime.strptime(stamp, "%Y%m%dT%H%M%SZ") for stamp in (starts[0], starts[-1]))
-    return (f"machine `{host}`, commit{'s' if len(shas) > 1 else ''} {', '.join(shas)}: {len(manifests):,} run "
-            f"records ({_statuses(manifests)}) from {first:%Y-%m-%d %H:%M} to {last:%H:%M} UTC "
-            f"({(last - first).total_seconds() / 60:.0f} min from the first record's start to the last's)"
-            f"{_not_run(runs)}"), shas
+    until = f"{last:%H:%M}" if last.date() == first.date() else f"{last:%Y-%m-%d %H:%M}"
+    return (f"commit{'s' if len(shas) > 1 else ''} {', '.join(shas)}: {len(manifests):,} run records "
+            f"({_statuses(manifests)}) from {first:%Y-%m-%d %H:%M} to {until} UTC "
+            f"({(last - first).total_seconds() / 60:.0f} min from the first record's start to the last's)")
 
 
 def _statuses(manifests: list[dict]) -> str:

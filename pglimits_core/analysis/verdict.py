@@ -70,6 +70,9 @@ class Side:
     value_range: tuple[float, float] | None = None
     reaches_rate: bool = True  # False: the compared rate is out of its reach on this box at all
     server_cpu_us_per_op: float | None = None
+    #: what ``value_range`` spans: its runs, or a capacity's bracket (the confirmed rate to the
+    #: next rate that missed), which the verdict's words then name
+    range_of: str = "run"
 
     @property
     def floor(self) -> bool:
@@ -143,14 +146,16 @@ def _by_rate(a: Side, b: Side, tie_band: float) -> Verdict:
         return Verdict(NO_RANGE, None, None, f"rate {a.value:,.0f} vs {b.value:,.0f}, but the runs' ranges "
                        "were not recorded: the spread, and so a winner or a tie, is unknown")
     low, high = spread
-    ranges = f"runs {_range_text(a)} vs {_range_text(b)}"
+    unit = "run" if a.range_of == b.range_of == "run" else "bracket"
+    every = "in every run" if unit == "run" else "across both brackets (confirmed rate to the next that missed)"
+    ranges = f"{unit}s {_range_text(a)} vs {_range_text(b)}"
     if low >= tie_band or high <= 1 / tie_band:
         winner = a.system if low >= tie_band else b.system
-        return Verdict(BY_RATE, ratio, winner, f"ahead beyond the tie band in every run: {ranges}", spread)
+        return Verdict(BY_RATE, ratio, winner, f"ahead beyond the tie band {every}: {ranges}", spread)
     if low <= 1 <= high:
-        return Verdict(BY_RATE, ratio, None, f"no measurable difference: the runs overlap ({ranges})", spread)
+        return Verdict(BY_RATE, ratio, None, f"no measurable difference: the {unit}s overlap ({ranges})", spread)
     ahead = a.system if low > 1 else b.system
-    return Verdict(INSIDE_BAND, ratio, None, f"{ahead} ahead in every run, but inside the tie band ({ranges})",
+    return Verdict(INSIDE_BAND, ratio, None, f"{ahead} ahead {every}, but inside the tie band ({ranges})",
                    spread, ahead=ahead)
 
 

@@ -6,8 +6,9 @@ The field's form (SPECjbb's max-jOPS and critical-jOPS, MLPerf's server scenario
    window; its run record says which CPU set was saturated (``limit``: a server-limited ceiling, or
    a load-limited floor, "≥ x"). Where the ceiling ran the system's own C tool, the **agreement
    check**: the harness's own closed loop at the same clients (``check_run``), so a table can say
-   whether the two loads measured the same server (within 25 %) — the harness is what finds the
-   capacity at each target, so a harness far below its tool would be measuring itself;
+   whether the two loads measured the same server (within 25 %). It checks the harness; where a
+   workload's rate points run a compiled load instead (the queue's qload, pub/sub's psload), that
+   load is checked by its own tests against its exact percentiles, not by this check;
 2. **capacity at each latency target** — a coarse search with short open-loop probes
    (``load.ratesearch``: step up, bisect) for the highest offered rate whose p99 from the
    *intended* start holds the target, then a **steady confirmation**: ``confirmations`` windows of
@@ -196,21 +197,34 @@ class CapacityRun:
 
 
 def measure_capacity(run: StudyRun, design: Design, plan: CapacityPlan) -> list[RecordedRun]:
-    """The ceiling, then per target the search and its steady confirmation; every record made."""
+    """The ceiling, then per target the search and its steady confirmation; every record made.
+    A design may narrow the plan's targets (``targets_ms``: () measures its ceiling alone)."""
     capacity = CapacityRun(run, design, plan)
     capacity.ceilings()
     capacity.checks()
-    for target_ms in plan.targets_ms:
+    for target_ms in targets_of(design, plan):
         capacity.confirm(target_ms, capacity.search(target_ms))
     return capacity.records
+
+
+def targets_of(design: Design, plan: CapacityPlan) -> tuple[float, ...]:
+    """The latency targets a design's rate is searched at: its own (an optional attribute), else the plan's."""
+    own = getattr(design, "targets_ms", None)
+    return plan.targets_ms if own is None else tuple(own)
 
 
 def capacity_points(plan: CapacityPlan | None, designs: list[Design]) -> list[Point]:
     """One point per design (its records are the point's result)."""
     if plan is None:
         return []
-    return [Point(EXPERIMENT, d.label, d.server, {"targets_ms": list(plan.targets_ms)},
+    return [Point(EXPERIMENT, d.label, d.server, {"targets_ms": list(targets_of(d, plan)), **point_params(d)},
                   _measure(d, plan)) for d in designs]
+
+
+def point_params(design: Design) -> dict[str, Any]:
+    """What tells two designs of one variant apart in the plan (an optional ``params`` attribute:
+    the search's stream), so each is its own point."""
+    return dict(getattr(design, "params", None) or {})
 
 
 def _measure(design: Design, plan: CapacityPlan) -> Callable[[StudyRun], list[RecordedRun]]:

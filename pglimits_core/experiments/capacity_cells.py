@@ -41,7 +41,8 @@ def capacity_side(row: pd.Series) -> Side | None:
     miss, limit = _number(row.get("capacity_miss_per_s")), row.get("capacity_limit")
     floor = miss is None or limit == LOAD or row.get("capacity_miss_limit") == LOAD
     return Side(row["variant"], rate, LOAD if floor else (None if pd.isna(limit) else limit),
-                (rate, rate if floor else miss), server_cpu_us_per_op=_number(row.get("server_cpu_us_per_item")))
+                (rate, rate if floor else miss), server_cpu_us_per_op=_number(row.get("server_cpu_us_per_item")),
+                range_of="bracket")
 
 
 def ceiling_side(row: pd.Series) -> Side | None:
@@ -61,14 +62,18 @@ def best(rows: pd.DataFrame, column: str) -> pd.Series | None:
 def pair(rows: pd.DataFrame, column: str, peers: Peers) -> tuple[pd.Series | None, pd.Series | None]:
     """The best dedicated design that has a Postgres peer, with its best peer, by ``column``;
     without any such pair, the best of each side (the cell then says they are not like for like)."""
-    values = pd.to_numeric(rows[column], errors="coerce")
-    dedicated = rows[(rows.side == "dedicated") & values.notna()]
-    postgres = rows[rows.side == "postgres"]
-    for _, candidate in dedicated.sort_values(column, ascending=False).iterrows():
+    values = pd.to_numeric(rows[column], errors="coerce").rename("_value")
+    ranked = rows.join(values).sort_values("_value", ascending=False, na_position="last").drop(columns="_value")
+    dedicated, postgres = ranked[ranked.side == "dedicated"], ranked[ranked.side == "postgres"]
+    for _, candidate in dedicated.iterrows():
         mates = postgres[postgres.variant.map(lambda v, d=candidate["variant"]: peers(v, d))]
-        if (mate := best(mates, column)) is not None:
-            return mate, candidate
-    return best(postgres, column), best(dedicated, column)
+        if not mates.empty:  # a side that held nothing is still the comparison: its row says what it tried
+            return mates.iloc[0], candidate
+    return _first(postgres), _first(dedicated)
+
+
+def _first(rows: pd.DataFrame) -> pd.Series | None:
+    return None if rows.empty else rows.iloc[0]
 
 
 def capacity_cells(workload: str, table: pd.DataFrame | None, unit: str, group: list[str],
@@ -97,8 +102,8 @@ def _cell(workload: str, scale: str, target: str, rows: pd.DataFrame, column: st
           unit: str, peers: Peers, window_s: float | None) -> Cell:
     postgres, dedicated = pair(rows, column, peers)
     sides = [None if row is None else side_of(row) for row in (postgres, dedicated)]
-    missing = "; ".join(why for why in (_why_missing(rows, "postgres", sides[0], nothing),
-                                        _why_missing(rows, "dedicated", sides[1], nothing)) if why)
+    missing = "; ".join(why for why in (_why_missing(rows, "postgres", sides[0], nothing, postgres),
+                                        _why_missing(rows, "dedicated", sides[1], nothing, dedicated)) if why)
     unlike = postgres is not None and dedicated is not None and not peers(postgres["variant"], dedicated["variant"])
     checks = "; ".join(load_check(row) for row in (postgres, dedicated) if row is not None)
     return Cell(workload, f"capacity, {scale}", target, sides[0], sides[1], TABLE, unit=unit, missing=missing,
@@ -117,9 +122,33 @@ def load_check(row: pd.Series) -> str:
     return f"{row['variant']}: harness ×{ratio:.2f} of {tool} ({'agree' if agrees else 'disagree'}: 25 % band)"
 
 
-def _why_missing(rows: pd.DataFrame, side: str, found: Side | None, nothing: str) -> str:
-    """Why a side has no figure: no design of it at this scale, or none that held; "" if it has one."""
+def _why_missing(rows: pd.DataFrame, side: str, found: Side | None, nothing: str,
+                 row: pd.Series | None = None) -> str:
+    """Why a side has no figure: no design of it at this scale, or none that held — then what its
+    design tried: the rates its steady windows failed at, and whether its own load set the limit
+    there (a floor of the load, not a verdict on the system); "" if it has a figure."""
     if found is not None:
         return ""
     name = "Postgres" if side == "postgres" else "dedicated"
-    return f"{name}: {nothing}" if (rows.side == side).any() else f"{name}: no design measured at this scale"
+    if not (rows.side == side).any():
+        return f"{name}: no design measured at this scale"
+    tried = _tried(row) if row is not None else ""
+    return f"{name}: {nothing}" + (f" ({tried})" if tried else "")
+
+
+def _tried(row: pd.Series) -> str:
+    """"pg_skiplocked batch=10's 30-s windows failed at 3,500 and 2,975/s (its 5-s probes held up
+    to 3,500/s)", with "its load set the limit in k of n" where it did."""
+    failed = row.get("confirm_failed")
+    if not isinstance(failed, list) or not failed:
+        return ""
+    rates = " and ".join(f"{rate:,.0f}" for rate, _, _ in failed)
+    window = _number(row.get("confirm_s"))
+    text = f"{row['variant']}'s {f'{window:g}-s ' if window else ''}windows failed at {rates}/s"
+    probed = _number(row.get("probe_held_max_per_s"))
+    text += f" (its short probes held up to {probed:,.0f}/s)" if probed else ""
+    loaded = sum(limit == LOAD for _, _, limit in failed)
+    if loaded:
+        text += (f"; its load set the limit in {loaded} of {len(failed)}: a floor of the load, "
+                 "not a verdict on the system")
+    return text

@@ -4,7 +4,9 @@ Columns (one vocabulary from records to axis labels; display names only when pri
 ``variant``, ``system``, ``side`` (postgres / dedicated, from the server's class),
 ``target_p99_ms``; the ceiling — ``ceiling_per_s`` (median of its repetitions at the best client
 count), ``ceiling_low``/``ceiling_high`` (the runs' range), ``ceiling_limit`` (server: a ceiling;
-load: a floor, "≥"), ``ceiling_clients``, ``ceiling_server_cores``, ``ceiling_s`` (its windows); capacity at the target —
+load: a floor, "≥"), ``ceiling_clients``, ``ceiling_server_cores``, ``ceiling_s`` (its windows), and
+``ceiling_by_clients`` (every client count's median, range, limit and closed-loop p99: a claim made
+at one client count reads it there); capacity at the target —
 ``capacity_per_s`` (the highest offered rate whose every steady confirmation held; None: none
 held), ``capacity_limit`` (a confirmation whose load set saturated makes it a floor),
 ``capacity_miss_per_s`` (the lowest rate above it that missed the target: the capacity lies
@@ -67,10 +69,12 @@ def ceiling_figures(runs: list[dict[str, Any]], items_per_s: Callable[[Summary],
     for record in runs:
         if record["manifest"]["status"] == "complete" and record["summary"]:
             summary = Summary.model_validate(record["summary"])
-            manifest = {**record["manifest"], "limit": {"side": ceiling_limit(record, summary, ran_dry)}}
+            manifest = {**record["manifest"], "limit": {"side": ceiling_limit(record, summary, ran_dry)},
+                        "_p99_ms": closed_loop_p99_ms(summary)}
             by_clients[record["manifest"]["params"]["clients"]].append((items_per_s(summary), manifest))
     if not by_clients:
         return {"ceiling_per_s": None}
+    per_clients = [_at_clients(clients, runs) for clients, runs in sorted(by_clients.items())]
     clients, best = max(by_clients.items(), key=lambda kv: statistics.median(r for r, _ in kv[1]))
     rates = [rate for rate, _ in best]
     cores = [exact_of(m).get("server_cores_used") for _, m in best]
@@ -78,7 +82,25 @@ def ceiling_figures(runs: list[dict[str, Any]], items_per_s: Callable[[Summary],
             "ceiling_runs": len(rates), "ceiling_clients": clients,
             "ceiling_limit": combined_limit([limit_of(m) for _, m in best]),
             "ceiling_server_cores": None if None in cores else statistics.median(cores),
-            "ceiling_s": min(m["params"].get("window_s") or 0 for _, m in best) or None}
+            "ceiling_s": min(m["params"].get("window_s") or 0 for _, m in best) or None,
+            "ceiling_by_clients": per_clients}
+
+
+def _at_clients(clients: int, runs: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
+    """One client count's ceiling: the median rate, its range and limit, the median closed-loop
+    p99 (service time, the tool's or the harness clients': what a closed loop of that many sees)."""
+    rates = [rate for rate, _ in runs]
+    p99s = [p99 for _, m in runs if (p99 := m.get("_p99_ms")) is not None]
+    return {"clients": clients, "per_s": statistics.median(rates), "low": min(rates), "high": max(rates),
+            "runs": len(rates), "limit": combined_limit([limit_of(m) for _, m in runs]),
+            "p99_ms": statistics.median(p99s) if len(p99s) == len(runs) else None}
+
+
+def closed_loop_p99_ms(summary: Summary) -> float | None:
+    """The measured window's p99 service time of the load (a tool's, or the harness clients')."""
+    p99s = [stats.p99_us for e in summary.entries if e.phase == "measure" and e.role in ("tool", "client")
+            for kind, stats in e.latencies.items() if kind == "service_time" and stats.p99_us is not None]
+    return max(p99s) / 1000 if p99s else None
 
 
 #: the harness and the C tool agree when their rates on the same ceiling are within 25 % (the
@@ -147,10 +169,19 @@ def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     rate, held = confirmed(rows)
     p99s = [r["point"].p99_us / 1000 for r in held if r["point"].p99_us is not None]
     needed = required(held[0]) if held else 0
+    failed = [r for r in rows if r["stage"] == CONFIRM and not r["held"]]
+    probes = [r["offered"] for r in rows if r["stage"] == PROBE and r["held"]]
     figures: dict[str, Any] = {"capacity_per_s": rate,
                                "confirmations": f"{len(held)} of {needed} held" if rate else "none held",
                                "capacity_limit": combined_limit([limit_of(r["manifest"]) for r in held]) if held else None,
-                               "curve": [(r["offered"], _ms(r["point"].p99_us), r["held"]) for r in rows]}
+                               "curve": [(r["offered"], _ms(r["point"].p99_us), r["held"]) for r in rows],
+                               # what a search tried: the steady windows that failed (rate, p99, limit side)
+                               # and the highest short probe that held
+                               "confirm_failed": [(r["offered"], _ms(r["point"].p99_us), limit_of(r["manifest"]))
+                                                  for r in failed],
+                               "confirm_s": max((r["manifest"]["params"].get("window_s") or 0 for r in rows
+                                                 if r["stage"] == CONFIRM), default=None) or None,
+                               "probe_held_max_per_s": max(probes) if probes else None}
     if rate is not None:
         miss = min((r for r in rows if not r["held"] and r["offered"] > rate), key=lambda r: r["offered"], default=None)
         figures["capacity_miss_per_s"] = None if miss is None else miss["offered"]
@@ -174,16 +205,20 @@ def _cpu_per_item(row: dict[str, Any]) -> float | None:
 
 
 def capacity_table(records: list[dict[str, Any]], reading: Reading, items_per_s: Callable[[Summary], float],
-                   ran_dry: Callable[[Summary], bool] | None = None) -> pd.DataFrame:
-    """One row per (variant, target) of the ``capacity`` records among ``records``."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+                   ran_dry: Callable[[Summary], bool] | None = None, split_by: str | None = None) -> pd.DataFrame:
+    """One row per (variant, target) of the ``capacity`` records among ``records``; with
+    ``split_by`` (a params key, e.g. the search's ``stream``) one design per (variant, that value),
+    the value in its own column."""
+    groups: dict[tuple[str, Any], list[dict[str, Any]]] = defaultdict(list)
     for record in capacity_records(records):
-        groups[record["manifest"]["params"]["variant"]].append(record)
+        params = record["manifest"]["params"]
+        groups[(params["variant"], params.get(split_by) if split_by else None)].append(record)
     rows = []
-    for variant, runs in sorted(groups.items()):
+    for (variant, split), runs in sorted(groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         manifest = runs[0]["manifest"]
         server = next(iter(manifest["servers"]))
-        base = {"variant": variant, "system": manifest["system"], "server": server, "side": side_of(server)}
+        base = {"variant": variant, "system": manifest["system"], "server": server, "side": side_of(server),
+                **({split_by: split} if split_by else {})}
         ceilings = [r for r in runs if r["manifest"]["params"]["stage"] == CEILING]
         ceiling = ceiling_figures(ceilings, items_per_s, ran_dry)
         ceiling |= check_figures([r for r in runs if r["manifest"]["params"]["stage"] == CHECK], ceiling,

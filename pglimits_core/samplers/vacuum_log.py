@@ -37,6 +37,10 @@ STAMP_RE = re.compile(r"(?P<stamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)
                       r"(?: (?P<zone>[A-Za-z]+|[+-]\d{2}(?::?\d{2})?))?")
 TUPLES_RE = re.compile(r"tuples: (?P<removed>\d+) removed, (?P<remain>\d+) remain, "
                        r"(?P<not_yet>\d+) are dead but not yet removable")
+#: PG 15+: the oldest XID whose deletions the run could remove, and its age when the run ended
+#: ("removable cutoff: 745, which was 1004 XIDs old when operation ended"): a horizon held
+#: back shows here as a cutoff at or below the holder's XID or snapshot xmin
+CUTOFF_RE = re.compile(r"removable cutoff: (?P<cutoff>\d+), which was (?P<age>-?\d+) XIDs old")
 ELAPSED_RE = re.compile(r"elapsed: (?P<elapsed>\d+(?:\.\d+)?) s")
 UTC_NAMES = ("UTC", "GMT", "Z", "UCT")
 
@@ -71,6 +75,8 @@ class LoggedVacuum:
     not_yet_removable: int | None
     qualified_name: str = ""  # "database.schema.table" as logged
     kind: str = "vacuum"  # or "aggressive vacuum", "vacuum to prevent wraparound", ...
+    removable_cutoff: int | None = None  # PG 15+ (``CUTOFF_RE``); None: not logged
+    cutoff_age_xids: int | None = None
 
     @property
     def end_epoch_s(self) -> float:
@@ -107,6 +113,12 @@ def dead_tuple_counts(text: str) -> tuple[int | None, int | None, int | None]:
     return int(match["removed"]), int(match["remain"]), int(match["not_yet"])
 
 
+def removable_cutoff(text: str) -> tuple[int | None, int | None]:
+    """(removable cutoff XID, its age in XIDs) from a vacuum report; (None, None) before PG 15."""
+    match = CUTOFF_RE.search(text)
+    return (None, None) if match is None else (int(match["cutoff"]), int(match["age"]))
+
+
 def log_entries(text: str) -> list[str]:
     """The log split into entries: a line plus the tab-indented lines continuing it."""
     entries: list[str] = []
@@ -126,10 +138,12 @@ def parse_entry(entry: str) -> LoggedVacuum | None:
         return None
     elapsed = ELAPSED_RE.search(entry)
     removed, remain, not_yet = dead_tuple_counts(entry)
+    cutoff, age = removable_cutoff(entry)
     return LoggedVacuum(table=bare_name(head["name"]), end_time=parse_stamp(stamp["stamp"], stamp["zone"]),
                         elapsed_s=float(elapsed["elapsed"]) if elapsed else 0.0,
                         tuples_removed=removed, remain=remain, not_yet_removable=not_yet,
-                        qualified_name=head["name"], kind=head["kind"])
+                        qualified_name=head["name"], kind=head["kind"], removable_cutoff=cutoff,
+                        cutoff_age_xids=age)
 
 
 def parse_autovacuum_log(text: str, analyze: bool = False) -> list[LoggedVacuum]:

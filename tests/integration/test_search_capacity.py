@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from pglimits_core.experiments.capacity import CONFIRM, PROBE, CapacityPlan, measure_capacity
@@ -127,3 +128,18 @@ def test_the_table_gives_the_ceiling_its_limit_and_a_confirmed_rate(measured):
             assert row.ceiling_by is None and row.agrees is None, row  # nothing to check the harness against
         else:
             assert row.ceiling_by in ("pgbench", "vegeta") and row.check_per_s > 0 and row.agrees in (True, False), row
+
+
+def test_a_ceiling_stream_records_its_ceiling_alone_on_its_stream(study_run):
+    """A match-set class measured by its ceiling alone: the tool's closed loop on that stream, no
+    target search, no check, and the table keeps it apart from the same variant's mixed stream."""
+    run, setup, split = study_run
+    design = SearchDesign(VARIANTS["pg_gin ranked"], SPEC, setup, stream="frequent", ceiling_only=True)
+    with placed(split):
+        runs = measure_capacity(run, design, PLAN)
+    assert [params_of(r)["stage"] for r in runs] == ["ceiling"] * PLAN.repetitions
+    assert params_of(runs[0])["stream"] == "frequent" and params_of(runs[0])["tool"] == "pgbench"
+    table = capacity_table(load_records("search", run.ctx.runs_root), reading, items_per_s, split_by="stream")
+    frequent = table[(table.variant == "pg_gin ranked") & (table.stream == "frequent")]
+    assert len(frequent) == 1 and frequent.iloc[0].ceiling_per_s > 0 and pd.isna(frequent.iloc[0].target_p99_ms)
+    assert frequent.iloc[0].ceiling_by_clients[0]["p99_ms"] > 0  # pgbench's closed-loop p99 at those clients

@@ -2,14 +2,11 @@
 snapshot keeps dead tuples from vacuum until it is released, the holder always goes away, and a
 vacuum window the sampler sees lines up with the server log's autovacuum line for that table."""
 
-import shutil
 import time
-import uuid
 
 import psycopg
 import pytest
 
-from pglimits_core.config import PROJECT_ROOT
 from pglimits_core.samplers import SamplerSet
 from pglimits_core.samplers.vacuum import (
     ServerLogTail,
@@ -20,6 +17,7 @@ from pglimits_core.samplers.vacuum import (
 )
 from pglimits_core.samplers.vacuum_log import dead_tuple_counts
 from pglimits_core.studies.held_xmin import held_xmin
+from tests.conftest import backend_exists, own_postgres, vacuum_verbose
 
 pytestmark = pytest.mark.integration
 
@@ -37,36 +35,8 @@ ALIGNMENT_SLACK_S = 2.0
 
 @pytest.fixture(scope="module")
 def server():
-    from pglimits_core.servers.postgres import PostgresServer
-
-    data_dir = PROJECT_ROOT / ".pglimits" / "test" / f"vacuum-evidence-{uuid.uuid4().hex[:12]}"
-    started = PostgresServer(data_dir=data_dir, settings={"autovacuum_naptime": NAPTIME})
-    try:
-        started.start()
+    with own_postgres("vacuum-evidence", {"autovacuum_naptime": NAPTIME}) as started:
         yield started
-    finally:
-        started.stop()
-        shutil.rmtree(started.data_dir, ignore_errors=True)
-
-
-def vacuum_verbose(conn, table):
-    """VACUUM (VERBOSE) ``table``: the INFO report it sends (tuples removed / not yet removable)."""
-    messages = []
-
-    def keep(diag):
-        messages.append(diag.message_primary or "")
-
-    conn.add_notice_handler(keep)
-    try:
-        conn.execute(f"VACUUM (VERBOSE) {table}")
-    finally:
-        conn.remove_notice_handler(keep)
-    return "\n".join(messages)
-
-
-def backend_exists(dsn, pid):
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        return conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is not None
 
 
 def test_held_snapshot_keeps_dead_tuples_until_released(server):

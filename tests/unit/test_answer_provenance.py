@@ -52,3 +52,19 @@ def test_a_second_commit_a_dirty_tree_or_a_second_machine_is_said(tmp_path):
 
 def test_no_records_no_line(tmp_path):
     assert provenance_line({"box-a": tmp_path / "none"}) == ""
+
+
+def test_workloads_from_different_sittings_are_named_block_by_block(tmp_path):
+    runs = tmp_path / "runs"
+    write_run(runs, "20261204T230451Z-queue-old", "357aa8faaaa")
+    write_run(runs, "20261204T233000Z-search-a", "357aa8faaaa")
+    write_run(runs, "20261205T000000Z-pubsub-a", "357aa8faaaa")
+    write_run(runs, "20261205T160412Z-queue-a", "b7e1079bbbb")
+    write_run(runs, "20261205T174012Z-queue-b", "b7e1079bbbb")
+    (runs / "20261204T230451Z-queue-old" / "manifest.json").unlink()  # the queue's old records went
+    (runs / "20261204T230451Z-queue-old").rmdir()
+    line = provenance_line({"box-a": runs})
+    assert line.startswith("Every cell below comes from machine `box-a`: search and pubsub at commit `357aa8f`: "
+                           "2 run records (2 complete) from 2026-12-04 23:30 to 2026-12-05 00:00 UTC (30 min")
+    assert "; queue at commit `b7e1079`: 2 run records (2 complete) from 2026-12-05 16:04 to 17:40 UTC (96 min" in line
+    assert line.endswith("compare cells only within one.")

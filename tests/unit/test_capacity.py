@@ -221,3 +221,62 @@ def test_a_cell_says_whether_its_deciding_rows_passed_the_load_check():
     from pglimits_core.analysis.decision import row
 
     assert row(cell)["load_check"] == cell.load_check
+
+
+class CeilingOnlyDesign(KneeDesign):
+    targets_ms = ()  # its ceiling alone (the search's match-set classes)
+
+
+def test_a_design_with_no_targets_of_its_own_measures_its_ceiling_alone():
+    design = CeilingOnlyDesign(knee=1000)
+    measure_capacity(None, design, PLAN)
+    assert [c["stage"] for c in design.calls] == [CEILING] * PLAN.repetitions
+
+
+def test_the_table_splits_one_variant_by_a_params_key_and_keeps_each_client_counts_ceiling():
+    def on(record, stream, clients=4):
+        record["manifest"]["params"] |= {"stream": stream, "clients": clients}
+        return record
+
+    rate = lambda summary: float(summary.run_id)  # noqa: E731
+    records = [on(ceiling_record(CEILING, 4000), "mixed"), on(ceiling_record(CEILING, 3000), "rare"),
+               on(ceiling_record(CEILING, 3600), "rare", clients=32), on(ceiling_record(CEILING, 3400), "rare", 32)]
+    table = capacity_table(records, reading, rate, split_by="stream").set_index("stream")
+    assert table.loc["mixed", "ceiling_per_s"] == 4000 and table.loc["rare", "ceiling_per_s"] == 3500
+    rare = {c["clients"]: c for c in table.loc["rare", "ceiling_by_clients"]}
+    assert rare[4]["per_s"] == 3000 and (rare[32]["low"], rare[32]["high"], rare[32]["runs"]) == (3400, 3600, 2)
+    assert rare[32]["p99_ms"] is None  # no latency in these summaries: none made up
+    assert "stream" not in capacity_table(records, reading, rate)  # unsplit: one design per variant
+
+
+def test_a_peer_that_held_nothing_is_still_the_pair_and_the_cell_says_what_it_tried():
+    failed_pg = {**capacity_row("pg_skiplocked batch=10", None, None), "confirm_s": 30.0,
+                 "confirm_failed": [(3500.0, 162.8, "server"), (2975.0, 2663.0, "neither")],
+                 "probe_held_max_per_s": 3500.0}
+    table = pd.DataFrame([capacity_row("pg_skiplocked batch=1", 2000.0, 2125.0),
+                          capacity_row("redis_reliable appendfsync=always batch=1", 2337.5, 2750.0, side="dedicated"),
+                          failed_pg,
+                          capacity_row("redis_reliable appendfsync=always batch=10 pipeline=10", 4037.5, 4750.0,
+                                       side="dedicated")])
+    target = next(c for c in capacity_cells(table) if "10 ms" in c.target)
+    assert target.dedicated.system == "redis_reliable appendfsync=always batch=10 pipeline=10"
+    assert target.postgres is None  # the batch-10 pair, not the batch-1 one it used to fall back to
+    assert ("Postgres: no design held the target (pg_skiplocked batch=10's 30-s windows failed at 3,500 and "
+            "2,975/s (its short probes held up to 3,500/s))") in target.missing
+
+
+def test_steady_windows_its_load_failed_are_named_a_floor_of_the_load():
+    loaded = {**capacity_row("redis_reliable batch=1", None, None, side="dedicated", klass="none"), "confirm_s": 30.0,
+              "confirm_failed": [(24000.0, 19.4, LOAD), (20400.0, 10.8, "neither")], "probe_held_max_per_s": 16000.0}
+    table = pd.DataFrame([capacity_row("pg_skiplocked batch=1 persistence=unlogged", None, None, klass="none"), loaded])
+    target = next(c for c in capacity_cells(table) if "10 ms" in c.target)
+    assert "its load set the limit in 1 of 2: a floor of the load, not a verdict on the system" in target.missing
+
+
+def test_a_capacity_cells_words_name_brackets_not_runs():
+    table = pd.DataFrame([capacity_row("pg_skiplocked batch=1", 937.5, 1000.0),
+                          capacity_row("redis_reliable appendfsync=always batch=1", 1062.5, 1250.0, side="dedicated")])
+    target = next(c for c in capacity_cells(table) if "10 ms" in c.target)
+    assert target.verdict.why == ("redis_reliable appendfsync=always batch=1 ahead across both brackets (confirmed "
+                                  "rate to the next that missed), but inside the tie band (brackets 938–1,000 vs "
+                                  "1,062–1,250)")

@@ -271,3 +271,11 @@ def test_the_dedicated_side_warms_under_load_before_each_repetitions_first_windo
         assert rep[0].experiment == "dedicated_warmup" and not rep[0].recorded
         assert rep[0].params["seconds"] == section.dedicated.warmup_window_s
         assert all(p.recorded for p in rep[1:])
+
+
+def test_autovacuum_off_is_read_in_every_spelling_the_server_keeps():
+    from pglimits_core.workloads.interference.acts import autovacuum_off_option
+
+    assert all(autovacuum_off_option(f"autovacuum_enabled={v}") for v in ("off", "false", "OFF", "f", "0"))
+    assert not any(autovacuum_off_option(o) for o in ("autovacuum_enabled=on", "autovacuum_enabled=true",
+                                                     "autovacuum_vacuum_insert_threshold=-1"))

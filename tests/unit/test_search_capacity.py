@@ -112,7 +112,10 @@ def test_the_profiles_plan_capacity_after_every_sweep(name):
     section = profile.section("search")
     points = plan(section, profile)
     planned = [p for p in points if p.experiment == EXPERIMENT]
-    assert [p.label for p in planned] == section.capacity.variants
+    spec = section.capacity
+    assert [p.label for p in planned] == spec.variants * (1 + len(spec.ceiling_streams))
+    assert [p.params["stream"] for p in planned] == [s for s in [spec.stream, *spec.ceiling_streams] for _ in spec.variants]
+    assert all(p.params["targets_ms"] == ([] if p.params["stream"] != spec.stream else spec.targets_ms) for p in planned)
     assert points[-len(planned):] == planned
     assert section.capacity.start_rate * section.capacity.probe_s >= 400  # a p99 even two steps down
 
@@ -122,3 +125,22 @@ def test_a_capacity_naming_no_variant_of_the_profile_is_a_plan_error():
     section = profile.section("search").model_copy(update={"capacity": SearchCapacity(variants=["pg_gin rankd"])})
     with pytest.raises(PGLimitsError, match="search.capacity.variants names 'pg_gin rankd'"):
         plan(section, profile)
+
+
+def test_a_ceiling_stream_is_a_design_of_its_own_with_no_target_and_no_check(calls):
+    spec = SearchCapacity(stream="mixed", ceiling_streams=["rare", "frequent"], workers=3)
+    designs = search_designs(spec, "setup", [variant("pg_gin"), variant("opensearch")])
+    assert [(d.label, d.params["stream"], d.targets_ms) for d in designs] == [
+        ("pg_gin ranked", "mixed", None), ("opensearch", "mixed", None),  # None: the plan's targets
+        ("pg_gin ranked", "rare", ()), ("opensearch", "rare", ()),
+        ("pg_gin ranked", "frequent", ()), ("opensearch", "frequent", ())]
+    rare = designs[2]
+    rare.ceiling_run("run", 4, 0.5, 2.5, PARAMS)
+    assert calls[0][1][3] == "rare"  # the ceiling runs on its own stream
+    assert rare.check_run("run", 4, 0.5, 2.5, PARAMS) is None and designs[0].check_run("run", 4, 1, 2, PARAMS)
+
+
+@pytest.mark.parametrize("streams", [["mixed"], ["rare", "rare"], ["sometimes"]])
+def test_ceiling_streams_are_known_distinct_and_not_the_targets_stream(streams):
+    with pytest.raises(ValidationError):
+        SearchCapacity(stream="mixed", ceiling_streams=streams)

@@ -156,3 +156,28 @@ def test_a_busy_neighbour_is_flagged_beside_the_client_bound_mark():
     flags = search_flags(table).set_index("variant")["flags"]
     assert flags["opensearch"] == "client-bound; busy neighbour in 1 of 1 runs (up to 35 % of a core)"
     assert flags["pg_gin ranked"] == ""
+
+
+def capacity_at(variant: str, per_clients: list[tuple[int, float, float | None, str]]) -> dict:
+    return {"variant": variant, "stream": "mixed", "target_p99_ms": 10.0, "ceiling_by": "pgbench", "ceiling_s": 30.0,
+            "ceiling_by_clients": [{"clients": c, "per_s": rate, "low": rate, "high": rate, "runs": 3, "limit": limit,
+                                    "p99_ms": p99} for c, rate, p99, limit in per_clients]}
+
+
+def test_the_seed_row_reads_the_capacity_ceiling_at_32_clients_over_the_short_sweep():
+    capacity = pd.DataFrame([capacity_at("pg_gin ranked", [(16, 2900.0, 6.0, "server"), (32, 3000.0, 11.0, "server")]),
+                             capacity_at("elasticsearch", [(16, 1900.0, 9.0, "server"), (32, 2000.0, 16.0, "server")])])
+    tables = {**seed_tables(500.0, 500.0, 9.0, 9.0, clients=16), "capacity": capacity}
+    rows = seed_comparison(tables).set_index("figure")
+    qps = rows.loc["full-text search, ranked 2-term AND, 32 clients (throughput)"]
+    assert qps["our ratio A/B"] == 1.5 and qps.verdict.startswith("agree")  # seed 22,900 / 15,200 = 1.51
+    assert "capacity ceiling, pgbench, 30-s windows" in qps["ours A"] and "32 clients" in qps["ours A"]
+    p99 = rows.loc["full-text search, ranked 2-term AND, 32 clients (p99)"]
+    assert p99["our ratio A/B"] == 0.69
+
+
+def test_a_capacity_ceiling_without_32_clients_leaves_the_sweep_to_say_so():
+    capacity = pd.DataFrame([capacity_at("pg_gin ranked", [(16, 2900.0, 6.0, "server")]),
+                             capacity_at("elasticsearch", [(16, 1900.0, 9.0, "load")])])
+    row = seed_comparison({**seed_tables(3000.0, 2000.0, 4.6, 3.4, clients=8), "capacity": capacity}).iloc[0]
+    assert row.verdict.startswith("not comparable")

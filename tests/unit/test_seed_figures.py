@@ -15,7 +15,7 @@ SQLITE_VS_PGMQ_AT_5K = next(c for c in CLAIMS if c.what == "queue p99 end-to-end
 SQLITE_FULL, SQLITE_NORMAL = "sqlite_wal batch=1 synchronous=full", "sqlite_wal batch=1"
 CLASSES = {SQLITE_FULL: "per_commit", SQLITE_NORMAL: "periodic", "pgmq batch=1": "per_commit",
            "pgmq batch=1 synchronous_commit=off": "periodic", "pg_delete batch=1": "per_commit", "pg_delete batch=10": "per_commit",
-           "pg_skiplocked batch=1": "per_commit", "redis_reliable batch=1": "none",
+           "pg_skiplocked batch=1": "per_commit", "pg_skiplocked batch=10": "per_commit", "redis_reliable batch=1": "none",
            "redis_reliable batch=10 pipeline=10": "none",
            "redis_reliable appendfsync=always batch=10 pipeline=10": "per_commit"}
 
@@ -137,3 +137,63 @@ def test_the_sqlite_mitigations_are_judged_against_stock_sqlite_in_its_own_durab
     assert four["our ratio A/B"] == 3.0 and four["verdict"] == "agree"
     eight = rows.loc["SQLite mitigation: 8 files against 4 (peak throughput)"]
     assert eight["our ratio A/B"] == 0.4 and eight["verdict"] == "same direction, different size"
+
+
+def capacity_row(variant: str, ceiling: float, low: float, high: float, limit: str, durability: str = "per_commit") -> dict:
+    return {"variant": variant, "durability_class": durability, "target_p99_ms": 10.0, "ceiling_per_s": ceiling,
+            "ceiling_low": low, "ceiling_high": high, "ceiling_limit": limit, "ceiling_clients": 8,
+            "ceiling_runs": 3, "ceiling_s": 30.0, "ceiling_by": "pgbench" if variant.startswith("pg") else None}
+
+
+def test_a_peak_throughput_claim_is_read_from_the_capacity_ceilings_where_both_sides_have_one():
+    capacity = pd.DataFrame([capacity_row("pg_skiplocked batch=10", 9_900.0, 8_266.0, 10_192.0, "server"),
+                             capacity_row("redis_reliable appendfsync=always batch=10 pipeline=10", 36_000.0,
+                                          33_000.0, 37_000.0, "load")])
+    sweep = pd.DataFrame([throughput_rows("pg_delete batch=10", 8, 6000.0),  # no capacity row: the sweep's
+                          throughput_rows("redis_reliable appendfsync=always batch=10 pipeline=10", 4, 3000.0)])
+    rows = comparison_table({"capacity": capacity, "throughput": sweep}).set_index("A / B")
+    two_phase = rows.loc["Postgres SKIP LOCKED two-phase, batch 10 / Redis reliable queue (pipelined)"]
+    assert "capacity ceiling: pgbench, 8 clients, median of 3 × 30-s windows" in two_phase["ours A"]
+    assert two_phase["ours B"].startswith("≥ 36,000 jobs/s")  # the load's limit: a floor
+    assert two_phase["our ratio A/B"] == 0.28 and two_phase["verdict"].startswith("differ")
+    assert two_phase["verdict class"].startswith("decided")  # a floor 33,000 above a ceiling 10,192
+    delete = rows.loc["Postgres delete-mode, batch 10 / Redis reliable queue (pipelined)"]
+    assert delete["our ratio A/B"] == 2.0  # no capacity ceiling for delete-mode: the sweep decides
+
+
+def test_two_ceilings_limited_by_their_loads_are_not_decided_whatever_their_ratio():
+    capacity = pd.DataFrame([capacity_row("pg_skiplocked batch=10", 9_900.0, 9_000.0, 10_000.0, "load"),
+                             capacity_row("redis_reliable appendfsync=always batch=10 pipeline=10", 36_000.0,
+                                          33_000.0, 37_000.0, "load")])
+    row = comparison_table({"capacity": capacity}).iloc[0]
+    assert row["verdict"].startswith("inconclusive")  # A's floor could still reach the seed's ×4.1
+    assert not row["verdict class"].startswith("decided")
+
+
+SEED_003_AT_5K = next(c for c in CLAIMS if c.what == "queue p99 latency at matched 5k jobs/s")
+
+
+def test_a_rate_this_box_cannot_offer_is_judged_at_the_same_share_of_its_own_ceiling():
+    """The seed's 5k/s was ~11 % of its 46k peak; 11 % of a 9,900 ceiling is ~1,076: the 1,000/s
+    point both sides were offered is within ×1.5 of it, so the claim is judged there, and says so."""
+    capacity = pd.DataFrame([capacity_row("pg_skiplocked batch=10", 9_900.0, 9_000.0, 10_000.0, "server")])
+    latency = pd.DataFrame(latency_rows("pg_skiplocked batch=10", 1000.0, [4.0, 4.4, 4.2])
+                           + latency_rows("redis_reliable appendfsync=always batch=10 pipeline=10", 1000.0, [2.0, 2.1, 2.2]))
+    a, b = measured_pair(SEED_003_AT_5K, {"latency": latency, "capacity": capacity}, "per_commit")
+    assert (a.value, b.value, a.rate) == (4.2, 2.1, 1000.0) and "10.1% of pg_skiplocked batch=10's ceiling" in a.own_terms
+    assert "the seed's share (10.9%: 5,000 of 46,000), within ×1.5" in a.own_terms
+    row = comparison_table({"latency": latency, "capacity": capacity}).set_index("figure").loc[
+        "queue p99 latency at matched 5k jobs/s"]
+    assert row["our ratio A/B"] == 2.0 and row["verdict"].startswith("same direction")
+    assert "at its own terms: 1,000/s = 10.1%" in row["verdict"]
+
+
+def test_without_a_ceiling_or_near_the_share_the_absolute_rate_still_rules():
+    latency = pd.DataFrame(latency_rows("pg_skiplocked batch=10", 1000.0, [4.0])
+                           + latency_rows("redis_reliable appendfsync=always batch=10 pipeline=10", 1000.0, [2.0]))
+    no_ceiling = comparison_table({"latency": latency}).set_index("figure").loc["queue p99 latency at matched 5k jobs/s"]
+    assert no_ceiling["verdict"].startswith("not comparable: not offered 5,000/s")
+    far = pd.DataFrame([capacity_row("pg_skiplocked batch=10", 40_000.0, 39_000.0, 41_000.0, "server")])  # 11 % = 4,348
+    row = comparison_table({"latency": latency, "capacity": far}).set_index("figure").loc[
+        "queue p99 latency at matched 5k jobs/s"]
+    assert row["verdict"].startswith("not comparable")  # 1,000 is not within ×1.5 of 4,348

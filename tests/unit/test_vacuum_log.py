@@ -19,7 +19,7 @@ from pglimits_core.samplers.vacuum import (
     vacuum_windows,
     windows_from_log,
 )
-from pglimits_core.samplers.vacuum_log import dead_tuple_counts, parse_stamp
+from pglimits_core.samplers.vacuum_log import dead_tuple_counts, parse_stamp, removable_cutoff
 
 LOG = """\
 2026-12-01 21:43:13.554 UTC [26148] LOG:  automatic analyze of table "pglimits.public.jobs"
@@ -48,6 +48,8 @@ def test_parser_reads_every_autovacuum_run_and_skips_analyze_and_other_lines():
     assert jobs.end_time == datetime(2026, 12, 1, 21, 43, 13, 568000, tzinfo=UTC)
     assert jobs.elapsed_s == 2.5
     assert (jobs.tuples_removed, jobs.remain, jobs.not_yet_removable) == (83, 7, 5)
+    assert (jobs.removable_cutoff, jobs.cutoff_age_xids) == (4784, 1)
+    assert logged[1].removable_cutoff is None  # no cutoff line: not guessed
     assert jobs.qualified_name == "pglimits.public.jobs" and jobs.kind == "vacuum"
     assert jobs.start_epoch_s == pytest.approx(jobs.end_epoch_s - 2.5)
     assert logged[1].kind == "aggressive vacuum"
@@ -223,3 +225,10 @@ def test_sampler_reads_the_checkpoint_view_of_its_server_version(version, view):
 def test_a_utc_offset_zone_is_kept_when_comparing_epochs():
     plus_two = parse_stamp("2026-01-02 05:04:05", "+02")
     assert plus_two.timestamp() == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp()
+
+
+def test_the_removable_cutoff_is_read_from_a_vacuum_verbose_report_too():
+    report = ("tuples: 0 removed, 2000 remain, 1000 are dead but not yet removable\n"
+              "removable cutoff: 812, which was 1003 XIDs old when operation ended")
+    assert removable_cutoff(report) == (812, 1003)
+    assert removable_cutoff("tuples: 1 removed, 2 remain, 0 are dead but not yet removable") == (None, None)

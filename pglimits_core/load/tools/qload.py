@@ -21,14 +21,10 @@ closed loop, an empty claim sleeping 1 ms. Every send and every claimed message 
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
-
-import pandas as pd
 
 from pglimits_core.config import PROJECT_ROOT
 from pglimits_core.load.tools.process import (
@@ -38,10 +34,8 @@ from pglimits_core.load.tools.process import (
     end_margin,
     require_binary,
 )
-from pglimits_core.record import histograms as hist
-from pglimits_core.record.recorder import COUNT_FIELDS
-from pglimits_core.record.results import PhaseInfo, RoleInfo, RunResult, WorkerStatus
-from pglimits_core.record.timeseries import KEY_COLUMNS
+from pglimits_core.load.tools.tally import PhaseTally, finished, reported
+from pglimits_core.record.results import RoleInfo, RunResult
 
 FIX = "make setup (needs go: it builds tools/qload into .tools/bin)"
 SAMPLES = "samples.csv"
@@ -126,22 +120,13 @@ class QloadLoad(ToolLoad):
     def run(self, process: ToolProcess) -> RunResult:
         (command,) = self.commands()
         output = process.run(command)
-        error = output.failure()
-        reported: dict[str, Any] = {}
-        if error is None:
-            try:
-                reported = json.loads(output.stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                error = f"qload printed no result: {output.stdout[-300:]!r}"
+        report, error = reported("qload", output)
         sends, claims = read_samples(process.cwd / SAMPLES) if error is None else ([], [])
         result = samples_result(sends, claims, self.rate, self.producers, self.consumers, self.warmup_s,
                                 self.duration_s)
-        if error is None and reported.get("errors"):
-            error = f"qload: {reported['errors']} failed operations (its stderr: {output.stderr.strip()[-300:]})"
-        result.status, result.error = ("failed", error) if error else ("complete", None)
-        result.workers = [WorkerStatus("tool", 0, "failed" if error else "ok", error, ended_by="duration")]
-        result.params = {"tool_reported": reported, "tool_elapsed_s": round(output.elapsed_s, 3)}
-        return result
+        if error is None and report.get("errors"):
+            error = f"qload: {report['errors']} failed operations (its stderr: {output.stderr.strip()[-300:]})"
+        return finished(result, error, report, output)
 
 
 def _go_seconds(seconds: float) -> str:
@@ -162,52 +147,24 @@ def read_samples(path) -> tuple[list[tuple[int, int, int]], list[tuple[int, int,
     return sends, claims
 
 
-class _Tally:
-    """Counts, histograms and per-second rows of one run, by phase (``samples_result``)."""
+class _Tally(PhaseTally):
+    """qload's events on the shared tally (``samples_result``)."""
 
     def __init__(self, warmup_s: float, duration_s: float):
-        self.phases = ([PhaseInfo("warmup", warmup_s, warmup=True)] if warmup_s > 0 else []) + \
-            [PhaseInfo("measure", duration_s)]
-        spans = {"warmup": (0.0, warmup_s * 1e9), "measure": (warmup_s * 1e9, (warmup_s + duration_s) * 1e9)}
-        self.bounds = {p.name: spans[p.name] for p in self.phases}
-        self.histograms: dict[tuple, Any] = {}
-        self.counts = {(role, op, p.name): {k: 0 for k in (*COUNT_FIELDS, "missed", "late")}
-                       for role, op in (("producer", "enqueue"), ("consumer", "claim")) for p in self.phases}
-        self.per_second: dict[tuple, dict[str, int]] = defaultdict(lambda: {k: 0 for k in COUNT_FIELDS})
-
-    def phase_of(self, ns: int) -> str | None:
-        return next((name for name, (start, end) in self.bounds.items() if start <= ns < end), None)
-
-    def record(self, role: str, op: str, kind: str, phase: str, value_ns: int) -> None:
-        histogram = self.histograms.setdefault((role, op, kind, phase), hist.new_histogram())
-        hist.record_us(histogram, max(1, round(value_ns / 1000)))
+        super().__init__(warmup_s, duration_s, (("producer", "enqueue"), ("consumer", "claim")))
 
     def send(self, intended: int, began: int, done: int) -> None:
-        if (phase := self.phase_of(intended)) is None:
-            return
-        count = self.counts[("producer", "enqueue", phase)]
-        count["ops"] += 1  # as the harness counts: a late start is an op, not achieved (summary)
-        count["items"] += 1
-        count["late"] += began >= self.bounds[phase][1]
-        self.record("producer", "enqueue", "latency", phase, done - intended)
-        self.record("producer", "enqueue", "schedule_lag", phase, began - intended)
-        self.record("producer", "enqueue", "service_time", phase, done - began)
-        self.per_second[("producer", "enqueue", phase, int(intended // 1e9))]["ops"] += 1
+        self.open_loop_send("producer", "enqueue", intended, began, done)
 
     def claim(self, intended: int, returned: int) -> bool:
         """One claimed message; True when its intended send lies in the measured window."""
         if (phase := self.phase_of(intended)) is not None:
-            self.record("consumer", "claim", "end_to_end", phase, returned - intended)
+            self.record_us("consumer", "claim", "end_to_end", phase, (returned - intended) / 1000)
         if (claimed_in := self.phase_of(returned)) is not None:
             self.counts[("consumer", "claim", claimed_in)]["ops"] += 1
             self.counts[("consumer", "claim", claimed_in)]["items"] += 1
             self.per_second[("consumer", "claim", claimed_in, int(returned // 1e9))]["items"] += 1
         return phase == "measure"
-
-    def frame(self) -> pd.DataFrame:
-        rows = [{"role": role, "op": op, "phase": phase, "second": second, **values}
-                for (role, op, phase, second), values in sorted(self.per_second.items())]
-        return pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=[*KEY_COLUMNS, *COUNT_FIELDS])
 
 
 def samples_result(sends: list[tuple[int, int, int]], claims: list[tuple[int, int, int]], rate: float,

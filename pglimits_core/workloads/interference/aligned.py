@@ -23,7 +23,7 @@ from pglimits_core.workloads.interference import permutation as perm
 #: seconds dropped from the start of every window's statistics when the record does not say
 WARMUP_S = 2.0
 TENANTS = ("fts", "vector", "churn")
-ORDER = {"baseline": 0, "churn": 1, "control": 2, "held_xmin": 3, "autovacuum_off": 4}
+ORDER = {"baseline": 0, "churn": 1, "control": 2, "held_xmin": 3, "autovacuum_off": 4, "idle_xid": 5, "rr_query": 6}
 
 
 def spans_of(outcome: dict[str, Any]) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 #: mechanisms whose windows carry an act and run longer than the plain windows
-ACTS = ("held_xmin", "autovacuum_off")
+ACTS = ("held_xmin", "autovacuum_off", "idle_xid", "rr_query")
 WINDOW_P99 = "window p99"
 
 

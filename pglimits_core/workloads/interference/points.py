@@ -16,6 +16,7 @@ from typing import Any
 
 from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import RunDirectory, new_run_id
+from pglimits_core.studies.horizons import KINDS as HOLDS
 from pglimits_core.studies.runner import RecordedRun, cpu_verdict, with_cpu_check
 from pglimits_core.studies.variant import Variant
 from pglimits_core.workloads.interference import acts, churn, evidence, ops, start_state, tenants
@@ -78,10 +79,15 @@ def churn_load(mechanism: str, rate: float, knobs: Knobs) -> Churn | None:
 
 def the_act(mechanism: str, url: str, act: dict[str, float] | None):
     """The mechanism's act inside the window (None: plain churn, control or baseline)."""
-    makers = {"held_xmin": acts.hold_xmin, "autovacuum_off": acts.autovacuum_off}
-    if act is None or mechanism not in makers:
+    if act is None:
         return None
-    return makers[mechanism](url, act["before_s"], act["act_s"])
+    if mechanism == "held_xmin":
+        return acts.hold_xmin(url, act["before_s"], act["act_s"])
+    if mechanism == "autovacuum_off":
+        return acts.autovacuum_off(url, act["before_s"], act["act_s"], act.get("until_dead"))
+    if mechanism in HOLDS:
+        return acts.hold(mechanism, url, act["before_s"], act["act_s"], act.get("timeout_s"))
+    return None
 
 
 def prepare_run(ctx: Any, knobs: Knobs) -> dict[str, Any]:
@@ -172,7 +178,7 @@ def finish(run_dir: RunDirectory, measured: Any, load: Churn | None, knobs: Knob
 def act_problem(events: dict[str, Any]) -> str | None:
     """An act that was not undone fails the run: the next runs would start from another state."""
     if events.get("holder_gone") is False:
-        return "the held-xmin session was still there after the act"
+        return f"the {events.get('holder_kind', 'held-xmin')} session was still there after the act"
     if events.get("autovacuum_restored") is False:
         return "autovacuum_enabled was still off on the queue table after the act"
     return None

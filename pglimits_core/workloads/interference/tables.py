@@ -35,7 +35,7 @@ from pglimits_core.workloads.interference.sides import durability_class
 from pglimits_core.workloads.interference.stalls import run_stretches
 
 TENANTS = ("fts", "vector", "churn")
-ORDER = {"baseline": 0, "churn": 1, "control": 2, "held_xmin": 3, "autovacuum_off": 4}
+ORDER = aligned.ORDER  # mechanisms in reading order (one list, the alignment table's)
 
 
 def run_row(record: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from pglimits_core.experiments.capacity import Design, VariantDesign
 from pglimits_core.load.ratesearch import PointResult
 from pglimits_core.workloads.pubsub.points import PubsubVariant, fanout_point, point_result
 from pglimits_core.workloads.pubsub.profile import PubsubCapacity
+from pglimits_core.workloads.pubsub.psload_points import psload_point
 
 if TYPE_CHECKING:
     from pglimits_core.studies.runner import RecordedRun
@@ -77,13 +78,32 @@ class PubsubDesign(VariantDesign):
     def label(self) -> str:
         return f"{self.variant.label} subscribers={self.subscribers}"
 
+    @property
+    def compiled(self) -> bool:
+        return self.spec.load == "psload"
+
     def ceiling_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
                     params: dict[str, Any]) -> RecordedRun:
+        if self.compiled:  # psload closed loop: its publishers flat out, every subscriber compiled
+            return self._psload(run, clients, 0.0, warmup_s, duration_s, params)
         return self._fanout(run, clients, None, warmup_s, duration_s, params)
+
+    def check_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
+                  params: dict[str, Any]) -> RecordedRun | None:
+        """After a psload ceiling, the harness's on the same terms (its Python subscribers)."""
+        return self._fanout(run, clients, None, warmup_s, duration_s, params) if self.compiled else None
 
     def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
                  params: dict[str, Any]) -> RecordedRun:
+        if self.compiled:
+            return self._psload(run, self.spec.publishers, rate, warmup_s, duration_s, params)
         return self._fanout(run, self.spec.publishers, rate, warmup_s, duration_s, params)
+
+    def _psload(self, run: StudyRun, publishers: int, rate: float, warmup_s: float, duration_s: float,
+                params: dict[str, Any]) -> RecordedRun:
+        """The same point with its load compiled (``psload_points``); rate 0: closed loop."""
+        return psload_point(run, replace(self.variant, label=self.label), self.subscribers, publishers, rate,
+                            duration_s, warmup_s, self.spec.payload_bytes, EXPERIMENT, params)
 
     def _fanout(self, run: StudyRun, publishers: int, rate: float | None, warmup_s: float, duration_s: float,
                 params: dict[str, Any]) -> RecordedRun:

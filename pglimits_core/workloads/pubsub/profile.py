@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
@@ -106,6 +106,9 @@ class PubsubCapacity(CapacitySpec):
     subscribers: list[PositiveInt] = Field(default_factory=lambda: [1, 10, 50], min_length=1)
     publishers: PositiveInt = 4
     payload_bytes: PositiveInt = 64
+    #: who offers a rate point: the harness's Python publishers and subscriber processes, or
+    #: psload (Go, tools/psload: the same verbs and accounting, compiled)
+    load: Literal["harness", "psload"] = "harness"
 
 
 class PubsubProfile(Strict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pglimits_core.analysis.verdict import LOAD_LIMITED
+from pglimits_core.analysis.verdict import LOAD, LOAD_LIMITED
 from pglimits_core.workloads.queue import tables as queue_tables
 from pglimits_core.workloads.queue.drills.backup_tables import backup_lines
 from pglimits_core.workloads.queue.drills.consumer_crash_tables import consumer_crash_lines
@@ -48,7 +48,10 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
 
 def _spread_text(row: pd.Series, with_consumers: bool = False) -> str:
     where = f"@{row.consumers:.0f}" if with_consumers else ""
-    return queue_tables.rate_text(row, where) + (" ᶜ" if queue_tables.flag_set(row.client_bound) else "")
+    # ᶜ: the load, not the server, set the limit (the old client-bound verdict, or the record's
+    # limit side under the split placement, where the load has a core of its own)
+    load_limited = queue_tables.flag_set(row.client_bound) or row.get("limit") == LOAD
+    return queue_tables.rate_text(row, where) + (" ᶜ" if load_limited else "")
 
 
 def _at_consumers(table: pd.DataFrame, consumers: int) -> pd.Series:

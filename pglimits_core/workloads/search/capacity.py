@@ -35,18 +35,34 @@ if TYPE_CHECKING:
 
 @dataclass
 class SearchDesign(VariantDesign):
-    """One search variant as a capacity ``Design``."""
+    """One search variant on one query stream as a capacity ``Design``: the profile's ``stream``
+    with its latency targets, or one of its ``ceiling_streams`` (a match-set class) measured by its
+    ceiling alone."""
 
     variant: SearchVariant
     spec: SearchCapacity
     setup: Setup
+    stream: str = ""  # "": the profile's ``stream``
+    ceiling_only: bool = False
+
+    @property
+    def on(self) -> str:
+        return self.stream or self.spec.stream
+
+    @property
+    def targets_ms(self) -> tuple[float, ...] | None:
+        return () if self.ceiling_only else None  # None: the plan's
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"stream": self.on}
 
     def uses_tool(self) -> bool:
         return self.system in CEILING_TOOLS
 
     def ceiling_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
                     params: dict[str, Any]) -> RecordedRun:
-        v, stream = self.variant, self.spec.stream
+        v, stream = self.variant, self.on
         if self.uses_tool():  # pgbench's -T takes whole seconds: never shorter than asked
             return ceiling_point(run, v, self.setup, stream, clients, math.ceil(duration_s), math.ceil(warmup_s),
                                  experiment=EXPERIMENT, extra_params=params)
@@ -55,15 +71,16 @@ class SearchDesign(VariantDesign):
 
     def check_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
                   params: dict[str, Any]) -> RecordedRun | None:
-        """The harness's closed loop on the tool's stream at as many clients."""
-        if not self.uses_tool():
+        """The harness's closed loop on the tool's stream at as many clients (on the targets'
+        stream only: the two loads agree or not on a server, not on a query mix)."""
+        if not self.uses_tool() or self.ceiling_only:
             return None
-        return throughput_point(run, self.variant, self.setup, self.spec.stream, clients, duration_s, warmup_s,
+        return throughput_point(run, self.variant, self.setup, self.on, clients, duration_s, warmup_s,
                                 experiment=EXPERIMENT, extra_params=params)
 
     def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
                  params: dict[str, Any]) -> RecordedRun:
-        return rate_point(run, self.variant, self.setup, self.spec.stream, rate, self.spec.workers, duration_s,
+        return rate_point(run, self.variant, self.setup, self.on, rate, self.spec.workers, duration_s,
                           warmup_s, experiment=EXPERIMENT, extra_params=params)
 
     def reading(self, summary: Any, offered: float, outcome: dict[str, Any]) -> PointResult:
@@ -82,21 +99,24 @@ def items_per_s(summary: Any) -> float:
 
 
 def search_designs(spec: SearchCapacity | None, setup: Setup, variants: list[SearchVariant]) -> list[Design]:
+    """Per variant: its design on the targets' stream, then one per ceiling stream (variants in
+    the profile's order within each stream, so drift on the box spreads over every system)."""
     if spec is None:
         return []
-    return [SearchDesign(v, spec, setup) for v in variants if spec.includes(v.label)]
+    chosen = [v for v in variants if spec.includes(v.label)]
+    return [SearchDesign(v, spec, setup) for v in chosen] + [
+        SearchDesign(v, spec, setup, stream=stream, ceiling_only=True) for stream in spec.ceiling_streams for v in chosen]
 
 
 def capacity_table_of(frame: Any) -> Any:
-    """The capacity table of the runs in ``frame``, read back from their records (empty: none)."""
+    """The capacity table of the runs in ``frame``, read back from their records (empty: none):
+    one design per variant and stream."""
     from pglimits_core.experiments.capacity_table import capacity_table, records_at
 
     if frame.empty or "experiment" not in frame or not (frame.experiment == EXPERIMENT).any():
         return frame.iloc[0:0]
     records = records_at(frame[frame.experiment == EXPERIMENT].path)
-    table = capacity_table(records, reading, items_per_s)
-    streams = {r["manifest"]["params"]["variant"]: r["manifest"]["params"].get("stream") for r in records}
-    return table.assign(stream=table.variant.map(streams))
+    return capacity_table(records, reading, items_per_s, split_by="stream")
 
 
 def capacity_decisions(tables: dict[str, Any]) -> list[Any]:

@@ -71,7 +71,7 @@ def prepare(section: Any, profile: Any) -> None:
     streams = {stream for sweep in section.throughput for stream in sweep.streams}
     streams |= set(section.latency.streams) if section.latency else set()
     streams |= set(section.ceiling.streams) if section.ceiling else set()
-    streams |= {section.capacity.stream} if section.capacity else set()
+    streams |= {section.capacity.stream, *section.capacity.ceiling_streams} if section.capacity else set()
     for stream in sorted(streams):
         data.queries.stream(stream, setup.seed)  # raises, naming the fix, if it has no queries
 

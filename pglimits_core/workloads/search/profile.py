@@ -102,12 +102,24 @@ class SearchCapacity(CapacitySpec):
 
     targets_ms: list[PositiveFloat] = Field(default_factory=lambda: [10.0, 100.0], min_length=1)
     stream: str = "mixed"
+    #: match-set classes measured by their ceiling alone (closed loop, the same steady windows): a
+    #: ceiling cell each, at a fraction of a target search's time
+    ceiling_streams: list[str] = Field(default_factory=list)
     workers: PositiveInt = 8
 
     @field_validator("stream")
     @classmethod
     def _stream(cls, stream: str) -> str:
         return known_streams([stream])[0]
+
+    _ceiling_streams = field_validator("ceiling_streams")(known_streams)
+
+    @model_validator(mode="after")
+    def _apart(self) -> SearchCapacity:
+        if self.stream in self.ceiling_streams or len(set(self.ceiling_streams)) < len(self.ceiling_streams):
+            raise ValueError(f"ceiling_streams {self.ceiling_streams} must be distinct and leave out stream "
+                             f"{self.stream!r} (measured with its targets already)")
+        return self
 
 
 class MechanismProbe(Strict):

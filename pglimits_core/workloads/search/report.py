@@ -10,6 +10,7 @@ from pglimits_core.analysis.flags import flag_set
 from pglimits_core.analysis.report import flag_points
 from pglimits_core.analysis.runs import busy_neighbour
 from pglimits_core.analysis.seed import AGREEMENT_SLACK, floor_could_move_it, verdict
+from pglimits_core.analysis.verdict import LOAD
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.search.ceiling_tables import CAPTION as CEILING_CAPTION
 from pglimits_core.workloads.search.extensions import CAPTION as EXTENSIONS_CAPTION
@@ -68,6 +69,7 @@ CAPTIONS = {
 }
 
 SEED_FIGURE = "full-text search, ranked 2-term AND, 32 clients"
+SEED_CLIENTS = 32
 SEED_SOURCE = "seed 003 (the study this project implements)"
 SEED_QPS = (22_900, 15_200)  # Postgres GIN, Elasticsearch (docs/SOURCES.md)
 SEED_P99 = (4.6, 3.4)
@@ -241,9 +243,10 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The seed's Postgres-GIN / Elasticsearch qps and p99 ratios at 32 clients beside ours."""
     throughput = tables.get("throughput", pd.DataFrame())
+    capacity = tables.get("capacity")
     rows = []
     for metric, seed, unit in (("qps", SEED_QPS, "qps"), ("p99_ms", SEED_P99, "ms p99")):
-        a, b = _side(throughput, "pg_gin ranked"), _side(throughput, "elasticsearch")
+        a, b = (_seed_side(capacity, throughput, v) for v in ("pg_gin ranked", "elasticsearch"))
         ratio, judged = _judge(metric, seed, a, b)
         rows.append({"source": SEED_SOURCE, "figure": f"{SEED_FIGURE} ({'throughput' if metric == 'qps' else 'p99'})",
                      "durability class (ours, both sides)": "not applicable (read-only)",
@@ -261,14 +264,41 @@ def _side(table: pd.DataFrame, variant: str) -> pd.Series | None:
     rows = table[(table.variant == variant) & (table.stream == "mixed")]
     if rows.empty:
         return None
-    at = rows[rows.clients == 32]
+    at = rows[rows.clients == SEED_CLIENTS]
     return (at if len(at) else rows[rows.clients == rows.clients.max()]).iloc[0]
+
+
+def _seed_side(capacity: pd.DataFrame | None, throughput: pd.DataFrame, variant: str) -> pd.Series | None:
+    """The capacity ceiling at 32 clients where there is one, else the sweep's point."""
+    ceiling = _ceiling_side(capacity, variant)
+    return ceiling if ceiling is not None else _side(throughput, variant)
+
+
+def _ceiling_side(capacity: pd.DataFrame | None, variant: str) -> pd.Series | None:
+    """The capacity experiment's ceiling at the seed's 32 clients on the mixed stream (steady
+    windows, the system's own load tool), in the throughput table's shape; None without one."""
+    if capacity is None or capacity.empty or "ceiling_by_clients" not in capacity:
+        return None
+    rows = capacity[(capacity.variant == variant) & (capacity.get("stream", "mixed") == "mixed")]
+    at = [c for c in (rows.ceiling_by_clients.iloc[0] if len(rows) else None) or [] if c["clients"] == SEED_CLIENTS]
+    if not at or at[0]["p99_ms"] is None:
+        return None
+    row = rows.iloc[0]
+    tool = row.get("ceiling_by") if isinstance(row.get("ceiling_by"), str) else "the harness"
+    return pd.Series({"variant": variant, "clients": SEED_CLIENTS, "qps": at[0]["per_s"], "p99_ms": at[0]["p99_ms"],
+                      "runs": at[0]["runs"], "client_bound": at[0]["limit"] == LOAD,
+                      "via": f"capacity ceiling, {tool}, {_window(row)}"})
+
+
+def _window(row: pd.Series) -> str:
+    seconds = row.get("ceiling_s")
+    return "steady windows" if seconds is None or pd.isna(seconds) else f"{float(seconds):g}-s windows"
 
 
 def _judge(metric: str, seed: tuple[float, float], a, b) -> tuple[float | None, str]:
     if a is None or b is None:
         return None, "not measured here"
-    if a.clients != 32 or b.clients != 32:
+    if a.clients != SEED_CLIENTS or b.clients != SEED_CLIENTS:
         return None, f"not comparable: no 32-client point here (ours at {int(a.clients)} clients)"
     ratio = a[metric] / b[metric] if b[metric] else None
     low = high = seed[0] / seed[1]
@@ -287,7 +317,9 @@ def _ours(side, metric: str, unit: str) -> str:
     if side is None:
         return "no usable point (not run, or wrong answers)"
     value = f"{side[metric]:,.0f}" if metric == "qps" else f"{side[metric]:.2f}"
-    notes = [f"{int(side.clients)} clients, mixed stream, median of {int(side.runs)}"]
+    via = side.get("via")
+    notes = [f"{int(side.clients)} clients, mixed stream, median of {int(side.runs)}"
+             + (f" ({via})" if isinstance(via, str) else "")]
     notes += ["client-bound"] if flag_set(side.client_bound) else []
     return f"{value} {unit} — {side.variant} ({'; '.join(notes)})"
 
