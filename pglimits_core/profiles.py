@@ -66,10 +66,14 @@ class CapacitySpec(ForVariants):
     max_probes: PositiveInt = 8
     steady_s: PositiveFloat = 30
     confirmations: PositiveInt = 3
-    step_down: float = Field(0.85, gt=0, lt=1)
-    max_steps_down: int = Field(2, ge=0)
+    # x0.7 up to 3 times (to 0.34 of the rate found): a 5-s probe that held can fail its 30-s
+    # windows by far more than one small step (a queue stalling 11-21 s into a window)
+    step_down: float = Field(0.7, gt=0, lt=1)
+    max_steps_down: int = Field(3, ge=0)
     #: windows of the agreement check (the harness on the ceiling a C tool measured; 0: none)
     check_repetitions: int = Field(1, ge=0)
+    #: after a compiled load's confirmations, one harness window at the lowest confirmed rate
+    rate_check: bool = True
 
     def plan(self) -> Any:
         from pglimits_core.experiments.capacity import CapacityPlan
@@ -77,7 +81,7 @@ class CapacitySpec(ForVariants):
         return CapacityPlan(tuple(self.targets_ms), tuple(self.ceiling_clients), self.ceiling_s, self.warmup_s,
                             self.repetitions, self.probe_s, self.start_rate, self.max_probes, self.steady_s,
                             self.confirmations, self.step_down, self.max_steps_down,
-                            check_repetitions=self.check_repetitions)
+                            check_repetitions=self.check_repetitions, rate_check=self.rate_check)
 
 
 class Datasets(Strict):

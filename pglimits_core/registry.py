@@ -80,6 +80,8 @@ class Workload:
     charts: tuple[Chart, ...] = ()
     report_sections: Callable[[dict[str, Any], dict[str, list[Any]]], tuple[list[Any], list[Any]]] | None = None
     readme_lines: Callable[[dict[str, Any]], list[str]] | None = None
+    #: what its capacity counts per second ("jobs/s"): the results page's capacity block, first
+    capacity_unit: str = "items/s"
     seed_comparison: Callable[[dict[str, Any]], Any] | None = None
     seed_notes: list[str] = field(default_factory=list)
     prepare: Callable[[Any, Any], None] | None = None

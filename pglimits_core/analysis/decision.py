@@ -183,6 +183,8 @@ def margin(cell: Cell) -> str:
     ahead, ratio = ("Postgres", verdict.ratio) if verdict.ratio >= 1 else ("dedicated", 1 / verdict.ratio)
     if verdict.klass == BY_FLOOR:
         return f"{ahead} ≥ ×{ratio:.2f} (floor's worst run over the other's best)"
+    if any(side is not None and side.below for side in (cell.postgres, cell.dedicated)):
+        return f"{ahead} > ×{ratio:.2f} (over the rate the other missed at: its capacity is below it)"
     return f"{ahead} ×{ratio:.2f} (figure)"
 
 
@@ -213,6 +215,8 @@ def usable(table: pd.DataFrame | None, *columns: str) -> bool:
 def _figure(side: Side | None, unit: str) -> str:
     if side is None or side.value is None or pd.isna(side.value):
         return "—"
+    if side.below:  # held the target at no rate tried: its capacity is under this rate
+        return f"< {side.value:,.0f} {unit} (held at no rate tried)".replace("  ", " ")
     return f"{side.value:,.0f} {unit}".strip()
 
 

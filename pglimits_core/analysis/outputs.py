@@ -38,8 +38,12 @@ class Outputs:
 
 
 def has_data(table: pd.DataFrame | None, column: str) -> bool:
-    return table is not None and not table.empty and column in table \
-        and pd.to_numeric(table[column], errors="coerce").notna().any()
+    """Some row has a number in ``column``, or a non-empty list (a capacity row's ``curve``)."""
+    if table is None or table.empty or column not in table:
+        return False
+    values = table[column]
+    return bool(pd.to_numeric(values, errors="coerce").notna().any()
+                or values.map(lambda v: isinstance(v, list) and bool(v)).any())
 
 
 def stamp_text(records: list[dict[str, Any]]) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from pglimits_core.analysis.outputs import build_outputs
 from pglimits_core.config import PROJECT_ROOT, StudyPaths, repo_relative
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.experiments.capacity_summary import capacity_lines
 from pglimits_core.record.export import committed_host, committed_hosts
 from pglimits_core.registry import workloads
 
@@ -117,6 +118,7 @@ def workload_lines(workload, profile: str, paths: StudyPaths, write: bool = True
              "generated from its run records)", "", f"Hardware: {hardware}.", ""]
     failed = failed_line(outputs.records)
     lines += [failed, ""] if failed else []
+    lines += capacity_lines(outputs.tables, workload.capacity_unit)  # the headline first, the same for every workload
     lines += workload.readme_lines(outputs.tables, links)
     return lines + [f"![{name}]({link_prefix}{repo_relative(paths.figures)}/{name}.png)" for name in outputs.figures]
 

@@ -16,11 +16,15 @@ applies:
 
 1. a side that cannot reach the compared rate on this box at all: ``not comparable here``;
 2. a side whose limit is None: ``not decided: limit not recorded``;
-3. both sides floors: ``not decided: load-limited`` (≥ a against ≥ b says nothing);
-4. one floor against a non-floor: the floor wins only when its worst run is above the other's
+3. a side that held a latency target at no rate it tried (``below``: its capacity is under the
+   lowest rate that missed with a full window) against one that held it: the other wins when its
+   worst figure is above that rate by the tie band (``decided by rate``); both below, or too
+   close: ``not decided: no rate to compare``;
+4. both sides floors: ``not decided: load-limited`` (≥ a against ≥ b says nothing);
+5. one floor against a non-floor: the floor wins only when its worst run is above the other's
    best run by the tie band (``decided by a floor above a ceiling``); otherwise the load could not
    show whether the floor passes the other side: ``not decided: load-limited``;
-5. neither a floor: the rate ratio and its spread over the runs, worst case to best
+6. neither a floor: the rate ratio and its spread over the runs, worst case to best
    (``decided by rate``). A winner only when the worst case clears ``TIE_BAND``; "no measurable
    difference" only when the two sides' run ranges overlap. A side ahead in every run but inside
    the band is ``not decided: inside the tie band``; without per-run ranges neither a winner nor a
@@ -73,6 +77,9 @@ class Side:
     #: what ``value_range`` spans: its runs, or a capacity's bracket (the confirmed rate to the
     #: next rate that missed), which the verdict's words then name
     range_of: str = "run"
+    #: held the target at no rate it tried: its capacity is below ``value``, the lowest rate that
+    #: missed the target with enough operations in its window for a p99 (an upper bound)
+    below: bool = False
 
     @property
     def floor(self) -> bool:
@@ -111,12 +118,32 @@ def decide(a: Side, b: Side, tie_band: float = TIE_BAND) -> Verdict:
     if unknown:
         return Verdict(NOT_RECORDED, None, None,
                        f"{' and '.join(unknown)}: which side set the limit was not recorded")
+    if a.below or b.below:
+        return _below_against(a, b, tie_band)
     if a.floor and b.floor:
         return Verdict(LOAD_LIMITED, None, None, "both sides were limited by their load generators: "
                        f"≥ {a.value:,.0f} vs ≥ {b.value:,.0f}")
     if a.floor or b.floor:
         return _floor_against(a, b, tie_band)
     return _by_rate(a, b, tie_band)
+
+
+def _below_against(a: Side, b: Side, tie_band: float) -> Verdict:
+    """A side whose capacity is below the lowest rate it missed at, against the other: the other
+    wins when even its worst figure (a floor's too: its true rate is higher) clears that bound by
+    the band."""
+    if a.below and b.below:
+        return Verdict(NO_RATE, None, None, f"neither held the target at any rate tried (below {a.value:,.0f} "
+                       f"and {b.value:,.0f}/s)")
+    below, other = (a, b) if a.below else (b, a)
+    worst = other.value_range[0] if other.value_range else other.value
+    held = f"held it at {'≥ ' if other.floor else ''}{worst:,.0f}"
+    missed = f"{below.system} held the target at no rate it tried with a full window, down to {below.value:,.0f}/s"
+    if worst >= tie_band * below.value:
+        ratio = below.value / worst if below is a else worst / below.value
+        return Verdict(BY_RATE, ratio, other.system,
+                       f"{missed}; {other.system} {held} (> ×{worst / below.value:.1f}, beyond the tie band)")
+    return Verdict(NO_RATE, None, None, f"{missed}; {other.system} {held}: too close to that bound to tell")
 
 
 def _floor_against(a: Side, b: Side, tie_band: float) -> Verdict:

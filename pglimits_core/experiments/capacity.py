@@ -13,10 +13,14 @@ The field's form (SPECjbb's max-jOPS and critical-jOPS, MLPerf's server scenario
    (``load.ratesearch``: step up, bisect) for the highest offered rate whose p99 from the
    *intended* start holds the target, then a **steady confirmation**: ``confirmations`` windows of
    ``steady_s`` at that rate, every one of which must hold; a failed confirmation steps the rate
-   down (× ``step_down``) and confirms again, at most ``max_steps_down`` times.
+   down (× ``step_down``) and confirms again, at most ``max_steps_down`` times;
+3. where the rate points ran a compiled load (``rate_check_run``: the queue's qload, pub/sub's
+   psload), **the rate check**: one steady window of the harness at the lowest rate a target
+   confirmed, judged by the same target — the two loads should reach the same verdict there (a
+   harness whose own core set the limit checks nothing).
 
 Every probe and confirmation is an ordinary run record (experiment ``capacity``; params ``stage``
-= ceiling / probe / confirm, ``target_p99_ms``, ``offered_per_s``, ``repetition``, ``window_s``, the
+= ceiling / check / probe / confirm / rate_check, ``target_p99_ms``, ``offered_per_s``, ``repetition``, ``window_s``, the
 ``slo`` it was judged by and ``confirmations_required``), so the table
 (``capacity_table``) is derived from the records alone, never from this run's memory.
 
@@ -37,7 +41,9 @@ from pglimits_core.studies.runner import RecordedRun
 from pglimits_core.studies.study import Point, StudyRun
 
 EXPERIMENT = "capacity"
-CEILING, CHECK, PROBE, CONFIRM = "ceiling", "check", "probe", "confirm"
+#: operations a window needs before its p99 is one (fewer: the p99 is the slowest few)
+MIN_ITEMS = 100
+CEILING, CHECK, PROBE, CONFIRM, RATE_CHECK = "ceiling", "check", "probe", "confirm", "rate_check"
 
 
 @dataclass(frozen=True)
@@ -54,11 +60,12 @@ class CapacityPlan:
     max_probes: int
     steady_s: float
     confirmations: int
-    step_down: float = 0.85
-    max_steps_down: int = 2
+    step_down: float = 0.7
+    max_steps_down: int = 3
     factor: float = 2.0
     tolerance: float = 0.1
     check_repetitions: int = 1
+    rate_check: bool = True
 
 
 class Design(Protocol):
@@ -175,12 +182,36 @@ class CapacityRun:
         return read(self.design, recorded, rate)
 
     def search(self, target_ms: float) -> float | None:
-        """The coarse search: short probes, each rate once; the highest that held."""
+        """The coarse search: short probes, each rate once; the highest that held — or, where none
+        did, the lowest rate whose probe offered ``MIN_ITEMS`` operations (a p99 needs them): its
+        steady windows then show whether the design holds the target there, or bound it below
+        that rate from steady windows rather than from a short probe."""
         plan, slo = self.plan, slo_for(target_ms)
-        found = search_rate(lambda rate: self.at(rate, PROBE, target_ms, plan.probe_s), slo,
-                            start_rate=plan.start_rate, factor=plan.factor, tolerance=plan.tolerance,
+        probed: list[float] = []
+
+        def probe(rate: float) -> PointResult:
+            probed.append(rate)
+            return self.at(rate, PROBE, target_ms, plan.probe_s)
+
+        found = search_rate(probe, slo, start_rate=plan.start_rate, factor=plan.factor, tolerance=plan.tolerance,
                             max_probes=plan.max_probes, repeats=1)
-        return found.sustainable_rate
+        if found.sustainable_rate is not None:
+            return found.sustainable_rate
+        full = [rate for rate in probed if rate * plan.probe_s >= MIN_ITEMS]
+        return min(full) if full else None
+
+    def rate_check(self, confirmed: dict[float, float | None]) -> None:
+        """The harness at the lowest confirmed rate, one steady window, after a compiled load's
+        confirmations (a design whose rate points the harness drives has no ``rate_check_run``)."""
+        check_run, lowest = getattr(self.design, "rate_check_run", None), _lowest_held(confirmed)
+        if not self.plan.rate_check or check_run is None or lowest is None:
+            return
+        rate, target_ms = lowest
+        params = {"stage": RATE_CHECK, "target_p99_ms": target_ms, "offered_per_s": round(rate, 3), "repetition": 0,
+                  "window_s": self.plan.steady_s, "slo": vars(slo_for(target_ms)), "confirmations_required": 1}
+        recorded = check_run(self.run, rate, self.plan.warmup_s, self.plan.steady_s, params)
+        if recorded is not None:
+            self.records.append(recorded)
 
     def confirm(self, target_ms: float, rate: float | None) -> float | None:
         """Steady windows at ``rate`` until ``confirmations`` all hold; a failure steps down."""
@@ -196,14 +227,20 @@ class CapacityRun:
         return None
 
 
+def _lowest_held(confirmed: dict[float, float | None]) -> tuple[float, float] | None:
+    held = [(rate, target) for target, rate in confirmed.items() if rate is not None]
+    return None if not held else min(held)
+
+
 def measure_capacity(run: StudyRun, design: Design, plan: CapacityPlan) -> list[RecordedRun]:
     """The ceiling, then per target the search and its steady confirmation; every record made.
     A design may narrow the plan's targets (``targets_ms``: () measures its ceiling alone)."""
     capacity = CapacityRun(run, design, plan)
     capacity.ceilings()
     capacity.checks()
-    for target_ms in targets_of(design, plan):
-        capacity.confirm(target_ms, capacity.search(target_ms))
+    confirmed = {target_ms: capacity.confirm(target_ms, capacity.search(target_ms))
+                 for target_ms in targets_of(design, plan)}
+    capacity.rate_check(confirmed)
     return capacity.records
 
 

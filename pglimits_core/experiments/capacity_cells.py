@@ -23,7 +23,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from pglimits_core.analysis.decision import Cell
-from pglimits_core.analysis.verdict import LOAD, Side
+from pglimits_core.analysis.verdict import LOAD, NEITHER, SERVER, Side
 
 Peers = Callable[[str, str], bool]
 TABLE = "capacity"
@@ -37,12 +37,21 @@ def capacity_side(row: pd.Series) -> Side | None:
     """A design's capacity at the row's target as a ``Side`` (None: nothing held the target)."""
     rate = _number(row.get("capacity_per_s"))
     if rate is None:
-        return None
+        return _held_nowhere(row)
     miss, limit = _number(row.get("capacity_miss_per_s")), row.get("capacity_limit")
     floor = miss is None or limit == LOAD or row.get("capacity_miss_limit") == LOAD
     return Side(row["variant"], rate, LOAD if floor else (None if pd.isna(limit) else limit),
                 (rate, rate if floor else miss), server_cpu_us_per_op=_number(row.get("server_cpu_us_per_item")),
                 range_of="bracket")
+
+
+def _held_nowhere(row: pd.Series) -> Side | None:
+    """A design that held the target at no rate it tried, whose lowest full window missed without
+    its load saturated: its capacity is below that rate (``Side.below``); else nothing to say."""
+    below, limit = _number(row.get("below_per_s")), row.get("below_limit")
+    if below is None or limit not in (SERVER, NEITHER):
+        return None
+    return Side(row["variant"], below, limit, (0.0, below), below=True, range_of="bracket")
 
 
 def ceiling_side(row: pd.Series) -> Side | None:
@@ -106,17 +115,44 @@ def _cell(workload: str, scale: str, target: str, rows: pd.DataFrame, column: st
                                         _why_missing(rows, "dedicated", sides[1], nothing, dedicated)) if why)
     unlike = postgres is not None and dedicated is not None and not peers(postgres["variant"], dedicated["variant"])
     checks = "; ".join(load_check(row) for row in (postgres, dedicated) if row is not None)
+    # a side held nowhere is bounded by the window that missed: a short probe's, until steady ones miss too
+    bounds = [_number(row.get("below_window_s")) for row, side in zip((postgres, dedicated), sides, strict=True)
+              if side is not None and side.below]
+    window_s = min([w for w in (window_s, *bounds) if w is not None], default=None)
     return Cell(workload, f"capacity, {scale}", target, sides[0], sides[1], TABLE, unit=unit, missing=missing,
                 unjudged="not like for like" if unlike else "", window_s=window_s, load_check=checks)
 
 
 def load_check(row: pd.Series) -> str:
     """Whether the harness and the system's C tool agreed on the design's ceiling (the same
-    server measured by two loads), so a cell says when the check failed or could not be made."""
+    server measured by two loads), and — where a compiled load ran the rate points — whether the
+    harness held the target at the capacity rate too, so a cell says when a check failed or could
+    not be made."""
+    return ceiling_check(row) + rate_check(row)
+
+
+def rate_check(row: pd.Series) -> str:
+    """"; at 938/s the harness held the target too (p99 6.1 ms; the compiled load's 5.2)"."""
+    rate = _number(row.get("rate_check_per_s"))
+    if rate is None:
+        return ""
+    p99, tool_p99 = _number(row.get("rate_check_p99_ms")), _number(row.get("rate_check_tool_p99_ms"))
+    ps = (f" (p99 {p99:.1f} ms" + (f"; the compiled load's {tool_p99:.1f}" if tool_p99 is not None else "") + ")"
+          if p99 is not None else "")
+    agrees = row.get("rate_agrees")
+    if agrees is None or pd.isna(agrees):
+        return f"; at {rate:,.0f}/s the harness missed the target limited by its own core{ps}: no check"
+    return f"; at {rate:,.0f}/s the harness {'held the target too' if agrees else 'missed the target'}{ps}"
+
+
+def ceiling_check(row: pd.Series) -> str:
     tool, agrees = row.get("ceiling_by"), row.get("agrees")
     if tool is None or pd.isna(tool):
         return f"{row['variant']}: ceiling by the harness alone (no C tool runs its operations in one window)"
     if agrees is None or pd.isna(agrees):
+        if row.get("check_limit") == LOAD:
+            return (f"{row['variant']}: harness ×{float(row['check_over_ceiling']):.2f} of {tool}, limited by its "
+                    "own core (a floor: no check of the server)")
         return f"{row['variant']}: {tool} ceiling not checked against the harness"
     ratio = float(row["check_over_ceiling"])
     return f"{row['variant']}: harness ×{ratio:.2f} of {tool} ({'agree' if agrees else 'disagree'}: 25 % band)"

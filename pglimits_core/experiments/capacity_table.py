@@ -15,7 +15,10 @@ confirmations, ``steady_s``; ``server_cpu_us_per_item`` at the capacity rate (ex
 printed beside the rates, never deciding); ``curve``: every probe and confirmation as
 (offered_per_s, p99_ms, held). Where the ceiling ran the system's C tool: ``ceiling_by`` (the
 tool), ``check_per_s`` (the harness's median at the ceiling's clients), ``check_over_ceiling``
-(harness / tool) and ``agrees`` (within ``AGREEMENT`` of each other); no check: None.
+(harness / tool), ``check_limit`` (the harness runs' limit side) and ``agrees`` (within
+``AGREEMENT`` of each other; None: no check, or a load-limited harness below the tool — it
+measured its own core, not the server). Where the rate points ran a compiled load, the rate
+check (``rate_check_*``, ``rate_agrees``: ``rate_check_figures``).
 """
 
 from __future__ import annotations
@@ -30,7 +33,16 @@ from typing import Any
 import pandas as pd
 
 from pglimits_core.analysis.verdict import LOAD, combined_limit, limit_from_record
-from pglimits_core.experiments.capacity import CEILING, CHECK, CONFIRM, EXPERIMENT, PROBE, slo_for
+from pglimits_core.experiments.capacity import (
+    CEILING,
+    CHECK,
+    CONFIRM,
+    EXPERIMENT,
+    MIN_ITEMS,
+    PROBE,
+    RATE_CHECK,
+    slo_for,
+)
 from pglimits_core.load.ratesearch import PointResult, Slo
 from pglimits_core.record.summary import Summary
 
@@ -117,14 +129,28 @@ def ceiling_tool(runs: list[dict[str, Any]]) -> str | None:
 def check_figures(checks: list[dict[str, Any]], ceiling: dict[str, Any], tool: str | None,
                   items_per_s: Callable[[Summary], float]) -> dict[str, Any]:
     """The harness's rate at the ceiling's clients against the tool's ceiling (no check: Nones)."""
-    rates = [items_per_s(Summary.model_validate(r["summary"])) for r in checks
-             if r["manifest"]["status"] == "complete" and r["summary"]
-             and r["manifest"]["params"].get("clients") == ceiling.get("ceiling_clients")]
+    used = [r for r in checks if r["manifest"]["status"] == "complete" and r["summary"]
+            and r["manifest"]["params"].get("clients") == ceiling.get("ceiling_clients")]
+    rates = [items_per_s(Summary.model_validate(r["summary"])) for r in used]
     if not rates or not ceiling.get("ceiling_per_s"):
-        return {"ceiling_by": tool, "check_per_s": None, "check_over_ceiling": None, "agrees": None}
+        return {"ceiling_by": tool, "check_per_s": None, "check_over_ceiling": None, "agrees": None,
+                "check_limit": None}
     ratio = statistics.median(rates) / ceiling["ceiling_per_s"]
+    limit = combined_limit([limit_of(r["manifest"]) for r in used])
+    # a harness whose own core was the limit, below the tool, measured itself: the check says
+    # nothing about the server (None), where a server-limited harness below the tool disagrees
+    agrees = None if limit == LOAD and ratio < 1 - AGREEMENT else abs(ratio - 1) <= AGREEMENT
     return {"ceiling_by": tool, "check_per_s": statistics.median(rates), "check_over_ceiling": ratio,
-            "agrees": abs(ratio - 1) <= AGREEMENT}
+            "agrees": agrees, "check_limit": limit}
+
+
+def stricter_windows(runs: list[dict[str, Any]], target: float, reading: Reading) -> list[dict[str, Any]]:
+    """The steady windows a tighter target confirmed, judged again by ``target``: a window whose
+    p99 held 10 ms held 100 ms too (every other term the same), so a looser target's capacity is
+    never below a tighter one's. Only steady confirmations count (never a short probe)."""
+    tighter = [r for r in runs if r["manifest"]["params"]["stage"] == CONFIRM
+               and (r["manifest"]["params"].get("target_p99_ms") or target) < target]
+    return readings(tighter, reading, judged_at_ms=target)
 
 
 def recorded_slo(params: dict[str, Any]) -> Slo:
@@ -132,19 +158,23 @@ def recorded_slo(params: dict[str, Any]) -> Slo:
     return Slo(**params["slo"]) if params.get("slo") else slo_for(params["target_p99_ms"])
 
 
-def readings(runs: list[dict[str, Any]], reading: Reading) -> list[dict[str, Any]]:
-    """Every probe and confirmation of one target as (stage, offered, p99, held, manifest)."""
+def readings(runs: list[dict[str, Any]], reading: Reading, judged_at_ms: float | None = None) -> list[dict[str, Any]]:
+    """Every probe and confirmation of one target as (stage, offered, p99, held, manifest); with
+    ``judged_at_ms``, each held to that p99 bound instead of its own (its other terms unchanged)."""
     rows = []
     for record in runs:
         manifest, params = record["manifest"], record["manifest"]["params"]
         slo = recorded_slo(params)
+        if judged_at_ms is not None:
+            slo = Slo(**{**vars(slo), "p99_bound_us": judged_at_ms * 1000})
         offered = float(params["offered_per_s"])
         if manifest["status"] != "complete" or not record["summary"]:
             point = PointResult(offered, 0.0, None, None)
         else:
             point = reading(Summary.model_validate(record["summary"]), offered, params.get("outcome") or {})
         rows.append({"stage": params["stage"], "offered": offered, "point": point,
-                     "held": slo.failure(point) is None, "manifest": manifest})
+                     "held": slo.failure(point) is None, "manifest": manifest,
+                     "judged_at_ms": judged_at_ms})
     return rows
 
 
@@ -171,7 +201,10 @@ def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     needed = required(held[0]) if held else 0
     failed = [r for r in rows if r["stage"] == CONFIRM and not r["held"]]
     probes = [r["offered"] for r in rows if r["stage"] == PROBE and r["held"]]
+    borrowed = {r["manifest"]["params"].get("target_p99_ms") for r in held if r.get("judged_at_ms") is not None}
     figures: dict[str, Any] = {"capacity_per_s": rate,
+                               # held windows a tighter target confirmed (``stricter_windows``): their target
+                               "capacity_windows_of_ms": min(borrowed) if borrowed else None,
                                "confirmations": f"{len(held)} of {needed} held" if rate else "none held",
                                "capacity_limit": combined_limit([limit_of(r["manifest"]) for r in held]) if held else None,
                                "curve": [(r["offered"], _ms(r["point"].p99_us), r["held"]) for r in rows],
@@ -181,7 +214,8 @@ def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                                   for r in failed],
                                "confirm_s": max((r["manifest"]["params"].get("window_s") or 0 for r in rows
                                                  if r["stage"] == CONFIRM), default=None) or None,
-                               "probe_held_max_per_s": max(probes) if probes else None}
+                               "probe_held_max_per_s": max(probes) if probes else None,
+                               **_missed_everywhere(rows)}
     if rate is not None:
         miss = min((r for r in rows if not r["held"] and r["offered"] > rate), key=lambda r: r["offered"], default=None)
         figures["capacity_miss_per_s"] = None if miss is None else miss["offered"]
@@ -193,6 +227,41 @@ def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
         figures["server_cpu_us_per_item"] = None if None in cpu else statistics.median(cpu)
         figures["steady_s"] = held[0]["manifest"]["params"].get("window_s")
     return figures
+
+
+def rate_check_figures(checks: list[dict[str, Any]], figures: dict[str, Any]) -> dict[str, Any]:
+    """The harness's window at the capacity rate beside the compiled load's (``rate_check_*``):
+    its rate, p99, whether it held the target, its limit side, and ``rate_agrees`` — both loads
+    held the target there (None: no check, or a harness limited by its own core that missed: it
+    measured itself)."""
+    if not checks:
+        return {}
+    check = checks[-1]
+    limit = limit_of(check["manifest"])
+    agrees = None if (limit == LOAD and not check["held"]) else bool(check["held"])
+    return {"rate_check_per_s": check["offered"], "rate_check_p99_ms": _ms(check["point"].p99_us),
+            "rate_check_held": check["held"], "rate_check_limit": limit,
+            "rate_check_tool_p99_ms": figures.get("p99_ms") if check["offered"] == figures.get("capacity_per_s")
+            else None, "rate_agrees": agrees}
+
+
+#: operations a window needs before its p99 is one (the experiment's ``MIN_ITEMS``)
+MIN_ITEMS_FOR_P99 = MIN_ITEMS
+
+
+def _missed_everywhere(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where no probe and no confirmation held: ``below_per_s``, the lowest rate that missed with
+    at least ``MIN_ITEMS_FOR_P99`` operations offered in its window (its capacity is under it), and
+    that window's ``below_limit`` and ``below_p99_ms``; nothing where anything held."""
+    if not rows or any(r["held"] for r in rows):
+        return {}
+    full = [r for r in rows if r["offered"] * (r["manifest"]["params"].get("window_s") or 0) >= MIN_ITEMS_FOR_P99]
+    if not full:
+        return {}
+    lowest = min(full, key=lambda r: r["offered"])
+    return {"below_per_s": lowest["offered"], "below_limit": limit_of(lowest["manifest"]),
+            "below_p99_ms": _ms(lowest["point"].p99_us), "below_window_s": lowest["manifest"]["params"].get("window_s"),
+            "lowest_tried_per_s": min(r["offered"] for r in rows)}
 
 
 def _ms(us: float | None) -> float | None:
@@ -227,8 +296,11 @@ def capacity_table(records: list[dict[str, Any]], reading: Reading, items_per_s:
                           if r["manifest"]["params"]["stage"] in (PROBE, CONFIRM)})
         for target in targets:
             at = [r for r in runs if r["manifest"]["params"].get("target_p99_ms") == target]
-            rows.append({**base, "target_p99_ms": target, **ceiling,
-                         **capacity_figures(readings(at, reading))})
+            searched = [r for r in at if r["manifest"]["params"]["stage"] != RATE_CHECK]
+            figures = capacity_figures(readings(searched, reading) + stricter_windows(runs, target, reading))
+            checked = [r for r in at if r["manifest"]["params"]["stage"] == RATE_CHECK]
+            rows.append({**base, "target_p99_ms": target, **ceiling, **figures,
+                         **rate_check_figures(readings(checked, reading), figures)})
         if not targets:
             rows.append({**base, "target_p99_ms": None, **ceiling})
     return pd.DataFrame(rows)

@@ -23,6 +23,11 @@ LEVELS = (
     "connected_clients",
     "blocked_clients",
     "pubsub_channels",
+    # persistence in the background: a fork and a rewrite inside a window explain a stall there
+    "aof_rewrite_in_progress",
+    "rdb_bgsave_in_progress",
+    "aof_current_size",
+    "latest_fork_usec",
 )
 COUNTERS = (
     "total_commands_processed",

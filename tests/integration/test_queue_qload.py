@@ -88,3 +88,71 @@ def test_the_capacity_design_drives_its_rate_points_with_qload_when_the_profile_
 def test_an_embedded_queue_has_no_server_to_drive():
     with pytest.raises(PGLimitsError, match="qload does not drive sqlite_wal"):
         qload_verbs(variant("sqlite_wal"))
+
+
+@pytest.mark.parametrize("options", [{}, {"pipeline": 10, "batch": 10}], ids=["one", "pipelined"])
+def test_qloads_burn_down_is_the_redis_designs_ceiling_and_accounts_for_every_job(study_run, options):
+    """The capacity ceiling of a Redis design with the compiled load: qload's consumers flat out on a
+    prefilled queue (no producers), one window, a record in a C tool's shape (role ``tool``) whose
+    jobs/s are the claims returned inside it; every job it claimed was removed from the queue."""
+    from pglimits_core.workloads.queue.capacity import items_per_s, ran_dry
+
+    run, split = study_run
+    spec = QueueCapacity(producers=2, consumers=2, prefill=40_000, load="qload")
+    design = QueueDesign(variant("redis_reliable", **options), spec, PrefillSizer())
+    assert design.ceiling_tool().tool == "qload"
+    with placed(split):
+        recorded = design.ceiling_run(run, 2, 1, 2, {"stage": "ceiling", "window_s": 2})
+    assert recorded.status == "complete", recorded.error
+    params = manifest_of(recorded)["params"]
+    argv = params["tool_commands"][0]["argv"]
+    assert params["tool"] == "qload" and argv[argv.index("-rate") + 1] == "0"
+    reported, outcome = params["outcome"]["tool_reported"], params["outcome"]
+    assert reported["mode"] == "burn-down" and reported["errors"] == 0
+    assert outcome["removed"] == outcome["claimed_jobs"] == reported["claimed_total"] > 0
+    rate = items_per_s(recorded.summary)
+    assert rate == pytest.approx(reported["claimed_in_window"] / 2, rel=0.01)
+    assert ran_dry(recorded.summary) == (reported["idle_polls_in_window"] > 0)
+
+
+def test_a_burn_down_that_empties_its_queue_is_a_floor_not_an_error(study_run):
+    from pglimits_core.workloads.queue.capacity import ran_dry
+
+    run, split = study_run
+    spec = QueueCapacity(producers=2, consumers=2, prefill=200, load="qload")
+    design = QueueDesign(variant("redis_reliable", key="dry"), spec, PrefillSizer())
+    with placed(split):
+        recorded = design.ceiling_run(run, 2, 0.5, 1, {"stage": "ceiling", "window_s": 1})
+    assert recorded.status == "complete", recorded.error
+    assert ran_dry(recorded.summary)  # 200 jobs last well under the half-second warm-up
+    assert manifest_of(recorded)["params"]["outcome"]["left_after_run"] == 0
+
+
+def test_qloads_confirmed_rate_is_checked_by_the_harness_at_that_rate(study_run):
+    """After qload's confirmations, one harness window at the lowest confirmed rate (the rate
+    check): a record of its own stage, driven by the harness, judged by the same target."""
+    from pglimits_core.experiments.capacity import (
+        CONFIRM,
+        RATE_CHECK,
+        CapacityPlan,
+        measure_capacity,
+    )
+    from pglimits_core.experiments.capacity_table import capacity_table
+    from pglimits_core.workloads.queue.capacity import items_per_s, point_reading
+
+    run, split = study_run
+    plan = CapacityPlan(targets_ms=(200.0,), ceiling_clients=(2,), ceiling_s=1, warmup_s=0.5, repetitions=1,
+                        probe_s=1, start_rate=100, max_probes=1, steady_s=1.5, confirmations=1, max_steps_down=0)
+    design = QueueDesign(variant("pg_delete", batch=1), QueueCapacity(producers=1, consumers=2, prefill=20_000,
+                                                                      load="qload"))
+    with placed(split):
+        records = measure_capacity(run, design, plan)
+    stages = [manifest_of(r)["params"]["stage"] for r in records]
+    assert stages[-1] == RATE_CHECK and CONFIRM in stages, stages
+    check = manifest_of(records[-1])["params"]
+    assert "tool" not in check and check["offered_per_s"] == 100.0 and check["target_p99_ms"] == 200.0
+    confirm = next(manifest_of(r)["params"] for r in records if manifest_of(r)["params"]["stage"] == CONFIRM)
+    assert confirm["tool"] == "qload"
+    row = capacity_table([{"manifest": manifest_of(r), "summary": r.summary.model_dump()} for r in records],
+                         point_reading, items_per_s).iloc[0]
+    assert row.capacity_per_s == 100.0 and row.rate_check_per_s == 100.0 and row.rate_agrees, row.to_dict()

@@ -210,6 +210,22 @@ def test_the_table_sets_the_harness_beside_its_tool_and_says_whether_they_agree(
     assert harness.ceiling_by is None and harness.agrees is None
 
 
+def test_a_harness_check_limited_by_its_own_core_checks_nothing_and_the_cell_says_so():
+    from pglimits_core.experiments.capacity import CHECK
+
+    rate = lambda summary: float(summary.run_id)  # noqa: E731
+    floor = ceiling_record(CHECK, 4600, tool=None)
+    floor["manifest"]["limit"] = {"side": "load"}
+    row = capacity_table([ceiling_record(CEILING, 30000, tool="qload"), floor], reading, rate).iloc[0]
+    assert row.check_limit == LOAD and row.agrees is None  # it measured its own core, not the server
+    server_bound = capacity_table([ceiling_record(CEILING, 30000, tool="qload"),
+                                   ceiling_record(CHECK, 4600, tool=None)], reading, rate).iloc[0]
+    assert server_bound.agrees is not None and not server_bound.agrees  # a server-limited harness that far below: they disagree
+    from pglimits_core.experiments.capacity_cells import load_check
+
+    assert "limited by its own core (a floor: no check of the server)" in load_check(row)
+
+
 def test_a_cell_says_whether_its_deciding_rows_passed_the_load_check():
     checked = {"ceiling_by": "pgbench", "agrees": False, "check_over_ceiling": 0.6}
     table = pd.DataFrame([{**capacity_row("pg_skiplocked batch=1", 700.0, 800.0), **checked},
@@ -280,3 +296,93 @@ def test_a_capacity_cells_words_name_brackets_not_runs():
     assert target.verdict.why == ("redis_reliable appendfsync=always batch=1 ahead across both brackets (confirmed "
                                   "rate to the next that missed), but inside the tie band (brackets 938–1,000 vs "
                                   "1,062–1,250)")
+
+
+class CompiledDesign(KneeDesign):
+    """A design whose rate points ran a compiled load: the harness checks the lowest capacity."""
+
+    def rate_check_run(self, run, rate, warmup_s, duration_s, params):
+        self.calls.append({**params, "duration_s": duration_s})
+        return RecordedRun(Path("/nowhere"), Summary(run_id="r", status="complete", entries=[]), "complete", None, {})
+
+
+def test_a_compiled_loads_capacity_is_checked_by_the_harness_at_the_lowest_confirmed_rate():
+    from pglimits_core.experiments.capacity import RATE_CHECK
+
+    plan = CapacityPlan(targets_ms=(10.0, 50.0), ceiling_clients=(4,), ceiling_s=30, warmup_s=5, repetitions=3,
+                        probe_s=5, start_rate=250, max_probes=8, steady_s=30, confirmations=3)
+    design = CompiledDesign(knee=1000)
+    records = measure_capacity(None, design, plan)
+    (check,) = [c for c in design.calls if c["stage"] == RATE_CHECK]
+    assert design.calls[-1] is check and len(records) == len(design.calls)
+    confirmed = [c["offered_per_s"] for c in design.calls if c["stage"] == CONFIRM]
+    assert check["offered_per_s"] == min(confirmed) and check["duration_s"] == plan.steady_s
+    assert check["target_p99_ms"] in (10.0, 50.0) and check["confirmations_required"] == 1
+    nothing = CompiledDesign(knee=0.001)  # nothing held: nothing to check
+    measure_capacity(None, nothing, plan)
+    assert not [c for c in nothing.calls if c["stage"] == RATE_CHECK]
+
+
+def test_the_rate_check_sits_beside_the_capacity_and_never_counts_as_a_confirmation():
+    from pglimits_core.experiments.capacity import RATE_CHECK
+    from pglimits_core.experiments.capacity_cells import load_check
+
+    confirmed = [record(PROBE, 1000, 30), record(CONFIRM, 750, 6.5), record(CONFIRM, 750, 7.0),
+                 record(CONFIRM, 750, 6.0)]
+    held = capacity_table([*confirmed, record(RATE_CHECK, 750, 8.0, required=1)], reading, lambda s: 0.0).iloc[0]
+    assert held.capacity_per_s == 750 and held.confirmations == "3 of 3 held" and len(held.curve) == 4
+    assert held.rate_check_p99_ms == 8.0 and held.rate_agrees and held.rate_check_tool_p99_ms == 6.5
+    assert "at 750/s the harness held the target too (p99 8.0 ms; the compiled load's 6.5)" in load_check(held)
+    missed = capacity_table([*confirmed, record(RATE_CHECK, 750, 30.0, required=1)], reading, lambda s: 0.0).iloc[0]
+    assert missed.rate_agrees is not None and not missed.rate_agrees
+    floor = capacity_table([*confirmed, record(RATE_CHECK, 750, 30.0, limit=LOAD, required=1)], reading,
+                           lambda s: 0.0).iloc[0]
+    assert floor.rate_agrees is None and "limited by its own core" in load_check(floor)
+
+
+def test_a_design_that_held_at_no_rate_is_below_its_lowest_full_window_and_the_cell_decides():
+    from pglimits_core.experiments.capacity_cells import capacity_side
+
+    nothing = [record(PROBE, 500, 80), record(PROBE, 31.25, 40), record(PROBE, 3.9, 25)]  # 3.9/s x 30 s = 117
+    row = capacity_table(nothing, reading, lambda s: 0.0).iloc[0]
+    assert row.below_per_s == 3.9 and row.below_p99_ms == 25 and row.lowest_tried_per_s == 3.9
+    side = capacity_side(row)
+    assert side.below and side.value == 3.9 and side.limit == "neither"
+    short = [{**r, "manifest": {**r["manifest"], "params": {**r["manifest"]["params"], "window_s": 4}}}
+             for r in nothing]  # 3.9/s x 4 s = 16 queries: no p99; 31.25 x 4 = 125 is the lowest full window
+    assert capacity_table(short, reading, lambda s: 0.0).iloc[0].below_per_s == 31.25
+    by_load = [record(PROBE, 500, 80), record(PROBE, 31.25, 40, limit=LOAD)]
+    assert capacity_side(capacity_table(by_load, reading, lambda s: 0.0).iloc[0]) is None  # the load may have missed it
+    held = capacity_table([record(PROBE, 500, 80), record(PROBE, 250, 5)], reading, lambda s: 0.0).iloc[0]
+    assert pd.isna(held.get("below_per_s"))
+
+
+def test_a_looser_target_is_never_below_what_a_tighter_targets_steady_windows_held():
+    def at(target, stage, rate, p99_ms):
+        made = record(stage, rate, p99_ms)
+        params = made["manifest"]["params"]
+        params |= {"target_p99_ms": target, "slo": {**params["slo"], "p99_bound_us": target * 1000}}
+        return made
+
+    records = [*[at(10.0, CONFIRM, 1625, 7.8)] * 3,  # held 10 ms at 1,625
+               at(100.0, CONFIRM, 2250, 673), *[at(100.0, CONFIRM, 1575, 7.2)] * 3]  # 2,250 failed, 1,575 held
+    table = capacity_table(records, reading, lambda s: 0.0).set_index("target_p99_ms")
+    assert table.loc[10.0].capacity_per_s == 1625
+    assert table.loc[100.0].capacity_per_s == 1625 and table.loc[100.0].capacity_miss_per_s == 2250
+    assert table.loc[100.0].capacity_windows_of_ms == 10.0 and pd.isna(table.loc[10.0].capacity_windows_of_ms)
+    only_failed_tighter = [*[at(10.0, CONFIRM, 1625, 40)] * 1, *[at(100.0, CONFIRM, 1575, 7.2)] * 3]
+    looser = capacity_table(only_failed_tighter, reading, lambda s: 0.0).set_index("target_p99_ms").loc[100.0]
+    assert looser.capacity_per_s == 1575  # 40 ms holds 100 ms, but one window is not the 3 a confirmation needs
+
+
+def test_where_no_probe_held_steady_windows_bound_the_design_below_its_lowest_full_probe():
+    from pglimits_core.experiments.capacity import MIN_ITEMS
+
+    design = KneeDesign(knee=0.001)  # misses at every rate
+    measure_capacity(None, design, PLAN)
+    probes = [c["offered_per_s"] for c in design.calls if c["stage"] == PROBE]
+    confirms = [c for c in design.calls if c["stage"] == CONFIRM]
+    lowest_full = min(r for r in probes if r * PLAN.probe_s >= MIN_ITEMS)
+    assert confirms and confirms[0]["offered_per_s"] == lowest_full and confirms[0]["duration_s"] == PLAN.steady_s
+    assert len(confirms) == 1 + PLAN.max_steps_down  # each set stops at its first failed window
+    assert min(c["offered_per_s"] for c in confirms) < lowest_full

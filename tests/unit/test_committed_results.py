@@ -8,7 +8,8 @@ import pytest
 
 from pglimits_core.analysis import readme_results
 from pglimits_core.config import PROJECT_ROOT
-from pglimits_core.record.export import committed_host
+from pglimits_core.record.export import committed_host, committed_hosts
+from pglimits_core.registry import workloads
 
 RESULTS = PROJECT_ROOT / "data" / "results"
 
@@ -28,6 +29,15 @@ def test_results_block_is_exactly_what_the_committed_records_give():
         "docs/RESULTS.md's results block is stale: make results (or python -m pglimits_core.analysis.readme_results)")
     for study in ("queue", "search"):
         assert f"machine `{committed_host('full', nearest=True, study=study)}`" in results
+
+
+def test_each_workload_s_committed_records_come_from_one_machine():
+    """A workload's block may come from its own machine, but from one: with two, which one the
+    tables show would depend on the machine regenerating them (its own first)."""
+    for workload in workloads():
+        assert len(committed_hosts("full", workload.name)) <= 1, (
+            f"{workload.name}: committed full records from {committed_hosts('full', workload.name)}; "
+            "keep the newest sitting's and remove the other machine's")
 
 
 def test_readme_answer_is_exactly_the_decision_matrix_the_committed_records_give():

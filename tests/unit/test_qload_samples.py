@@ -42,3 +42,19 @@ def test_an_adapters_placeholders_become_numbered_parameters():
     assert dollar_params("UPDATE t SET by = %s WHERE id IN (SELECT id LIMIT %s)") == \
         "UPDATE t SET by = $1 WHERE id IN (SELECT id LIMIT $2)"
     assert dollar_params("SELECT 1") == "SELECT 1"
+
+
+def test_a_burn_downs_jobs_are_the_claims_returned_inside_its_window_and_a_batch_is_one_claim():
+    from pglimits_core.load.tools.qload import burn_down_result
+
+    # a batch of 10 claimed at 1.5 s (one round trip: 2 ms), one at 0.5 s (the warm-up), one after
+    batch = [(-5 * S, int(1.5 * S), int(1.5 * S) + 2 * MS)] * 10
+    claims = [*batch, (-5 * S, int(0.5 * S), int(0.5 * S) + MS), (-5 * S, int(3.1 * S), int(3.1 * S) + MS)]
+    summary = build_summary(burn_down_result(claims, consumers=2, warmup_s=1, duration_s=2), "t")
+    (tool,) = [e for e in summary.entries if e.phase == "measure"]
+    assert tool.role == "tool" and tool.loop == "closed" and tool.items == 10 and tool.ops == 1
+    assert tool.items_per_s == 5.0 and tool.idle_polls == 0
+    service = tool.latencies["service_time"]  # the round trip, once per claim (too few for a p99)
+    assert service.count == 1 and 1_990 <= service.max_us <= 2_010
+    dry = build_summary(burn_down_result(claims, 2, 1, 2, idle_polls_in_window=3), "t")
+    assert next(e for e in dry.entries if e.phase == "measure").idle_polls == 3

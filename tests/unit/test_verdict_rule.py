@@ -155,3 +155,22 @@ def test_a_table_rows_limit_column_wins_and_an_older_table_maps_client_bound():
     ([SERVER, None], None), ([], None), ([NEITHER, "nonsense"], None)])
 def test_a_figure_over_runs_is_a_floor_if_any_run_was_and_unknown_if_any_run_is(limits, combined):
     assert combined_limit(limits) == combined
+
+
+def test_a_side_that_held_the_target_at_no_rate_loses_to_one_that_held_it_far_above():
+    nowhere = Side("pg_gin ranked", 31.25, NEITHER, (0.0, 31.25), below=True, range_of="bracket")
+    held = side("elasticsearch", 1625, 1625, 1750, range_of="bracket")
+    verdict = decide(nowhere, held)
+    assert (verdict.klass, verdict.winner) == (BY_RATE, "elasticsearch")
+    assert verdict.ratio == pytest.approx(31.25 / 1625)
+    assert verdict.why.startswith("pg_gin ranked held the target at no rate it tried with a full window, down to 31/s; "
+                                  "elasticsearch held it at 1,625 (> ×52.0, beyond the tie band)")
+    floor = side("redis", 1000, 900, 1100, LOAD)  # a floor above the bound decides too: its true rate is higher
+    assert decide(floor, nowhere).winner == "redis"
+
+
+def test_held_nowhere_against_a_rate_near_that_bound_or_on_both_sides_decides_nothing():
+    nowhere = Side("a", 100.0, SERVER, (0.0, 100.0), below=True)
+    assert decide(nowhere, side("b", 110, 110, 120)).klass == NO_RATE
+    both = decide(nowhere, Side("b", 50.0, NEITHER, (0.0, 50.0), below=True))
+    assert both.klass == NO_RATE and both.why == "neither held the target at any rate tried (below 100 and 50/s)"

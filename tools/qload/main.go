@@ -6,6 +6,10 @@
 // returned - intended send) for every message whose intended send lies in the measured window;
 // after the window the consumers keep claiming until every one of those messages was claimed or
 // -drain passes, so the p99 counts every message meant for the window. Output: one JSON object.
+//
+// -rate 0 is the burn-down (the capacity experiment's ceiling): no producers; the consumers claim
+// flat out from a backlog the caller prefilled, until the window ends. Its figure is the claims
+// returned inside the window; an empty claim inside it means the backlog ran out (a floor).
 package main
 
 import (
@@ -162,6 +166,7 @@ type run struct {
 	claimedAll, sentAll              atomic.Int64
 	errors                           atomic.Int64
 	idlePolls                        atomic.Int64
+	claimedInWindow, idleInWindow    atomic.Int64 // claims returned, and empty claims, inside the window
 	endToEnd, lag, sendSvc, claimSvc samples
 	producersDone                    atomic.Bool
 	// every send and every claimed message, for the caller's exact histograms (-samples)
@@ -224,10 +229,17 @@ func (r *run) consume(ctx context.Context, q Queue, deadline int64) {
 			time.Sleep(r.cfg.idle)
 			continue
 		}
+		returnedInWindow := returned >= r.windowStart && returned < r.windowEnd
 		if len(claimed) == 0 {
 			r.idlePolls.Add(1)
+			if returnedInWindow {
+				r.idleInWindow.Add(1)
+			}
 			time.Sleep(r.cfg.idle)
 			continue
+		}
+		if returnedInWindow {
+			r.claimedInWindow.Add(int64(len(claimed)))
 		}
 		inWindow := false
 		for _, c := range claimed {
@@ -244,7 +256,7 @@ func (r *run) consume(ctx context.Context, q Queue, deadline int64) {
 				inWindow = true
 			}
 		}
-		if inWindow {
+		if inWindow || (r.cfg.rate == 0 && returnedInWindow) { // a burn-down's backlog was sent before the run
 			r.claimSvc.add((returned - began) / 1000)
 		}
 		if err := q.Ack(ctx, claimed); err != nil {
@@ -303,14 +315,21 @@ func main() {
 		consumers = append(consumers, q)
 	}
 	r := &run{cfg: c}
+	burnDown := c.rate == 0
 	if c.samples != "" { // sized up front: a slice growing under the lock would stall every worker
 		expected := int(c.rate*(c.warmup+c.duration).Seconds()*1.1) + 1024
+		if burnDown { // claims at up to ~50k/s from one load core
+			expected = int(50000*(c.warmup+c.duration).Seconds()) + 1024
+		}
 		r.sends, r.claims = make([][3]int64, 0, expected), make([][3]int64, 0, expected)
 	}
 	r.start = monotonicNs() + int64(50*time.Millisecond)
 	r.windowStart = r.start + c.warmup.Nanoseconds()
 	r.windowEnd = r.windowStart + c.duration.Nanoseconds()
 	deadline := r.windowEnd + c.drain.Nanoseconds()
+	if burnDown { // nothing to drain: the window's claims are the figure
+		deadline = r.windowEnd
+	}
 	var pw, cw sync.WaitGroup
 	for i, q := range producers {
 		pw.Add(1)
@@ -321,7 +340,9 @@ func main() {
 		go func(q Queue) { defer cw.Done(); r.consume(ctx, q, deadline) }(q)
 	}
 	pw.Wait()
-	r.producersDone.Store(true)
+	if !burnDown { // a burn-down's consumers run to the window's end, not until the sends are claimed
+		r.producersDone.Store(true)
+	}
 	cw.Wait()
 	finished := monotonicNs()
 	for _, q := range append(producers, consumers...) {
@@ -337,6 +358,10 @@ func main() {
 		"claimed_total": r.claimedAll.Load(), "errors": r.errors.Load(), "idle_polls": r.idlePolls.Load(),
 		"send_to_claim": r.endToEnd.summary(), "schedule_lag": r.lag.summary(),
 		"enqueue_service": r.sendSvc.summary(), "claim_service": r.claimSvc.summary(),
+		"claimed_in_window": r.claimedInWindow.Load(), "idle_polls_in_window": r.idleInWindow.Load(),
+	}
+	if burnDown {
+		out["mode"], out["achieved_per_s"] = "burn-down", float64(r.claimedInWindow.Load())/c.duration.Seconds()
 	}
 	if c.samples != "" {
 		if err := r.writeSamples(c.samples); err != nil {
@@ -354,8 +379,10 @@ func validate(c config) error {
 		return fmt.Errorf("-system %q: use postgres or redis", c.system)
 	case c.target == "":
 		return fmt.Errorf("-target is required (a libpq URL, or host:port for redis)")
-	case c.rate <= 0 || c.producers < 1 || c.consumers < 1 || c.batch < 1 || c.pipeline < 1:
-		return fmt.Errorf("-rate, -producers, -consumers, -batch and -pipeline must be positive")
+	case c.rate == 0 && c.producers != 0:
+		return fmt.Errorf("-rate 0 is the burn-down of a prefilled queue: give -producers 0")
+	case c.rate < 0 || (c.rate > 0 && c.producers < 1) || c.consumers < 1 || c.batch < 1 || c.pipeline < 1:
+		return fmt.Errorf("-rate must be >= 0 (0: burn-down), -producers (with a rate), -consumers, -batch and -pipeline positive")
 	case c.system == "postgres" && (c.enqueueSQL == "" || c.claimSQL == ""):
 		return fmt.Errorf("postgres needs -enqueue-sql and -claim-sql (the adapter's statements)")
 	}

@@ -129,6 +129,59 @@ class QloadLoad(ToolLoad):
         return finished(result, error, report, output)
 
 
+class QloadBurnDown(QloadLoad):
+    """The ceiling: ``consumers`` claiming ``batch`` at a time flat out from a backlog the caller
+    prefilled (``-rate 0``, no producers) for ``warmup_s + duration_s``; its figure is the messages
+    claimed inside the window. Empty claims inside it (the backlog ran out) are the record's
+    ``idle_polls``: its rate is then the prefill's, a floor (``ran_dry``)."""
+
+    def __init__(self, verbs: QueueVerbs, target: str, consumers: int, batch: int, duration_s: float,
+                 warmup_s: float, seed: int = 42, binary: str | None = None):
+        super().__init__(verbs, target, 0, 0, consumers, batch, duration_s, warmup_s, seed, binary)
+
+    def commands(self) -> list[ToolCommand]:
+        argv = [self.binary, *self.verbs.argv(), "-target", self.target, "-rate", "0", "-producers", "0",
+                "-consumers", str(self.consumers), "-batch", str(self.batch), "-warmup", _go_seconds(self.warmup_s),
+                "-duration", _go_seconds(self.duration_s), "-seed", str(self.seed), "-samples", SAMPLES]
+        return [ToolCommand("run", argv, timeout_s=self.warmup_s + self.duration_s + 60)]
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "tool_loop": "closed: burn-down of a prefilled queue"}
+
+    def run(self, process: ToolProcess) -> RunResult:
+        (command,) = self.commands()
+        output = process.run(command)
+        report, error = reported("qload", output)
+        _, claims = read_samples(process.cwd / SAMPLES) if error is None else ([], [])
+        result = burn_down_result(claims, self.consumers, self.warmup_s, self.duration_s,
+                                  int(report.get("idle_polls_in_window") or 0))
+        if error is None and report.get("errors"):
+            error = f"qload: {report['errors']} failed operations (its stderr: {output.stderr.strip()[-300:]})"
+        return finished(result, error, report, output)
+
+
+def burn_down_result(claims: list[tuple[int, int, int]], consumers: int, warmup_s: float,
+                     duration_s: float, idle_polls_in_window: int = 0) -> RunResult:
+    """A burn-down's record material: the consumers' claims by the phase they returned in (items:
+    messages; ops: claims), and each claim's round trip as its closed-loop ``service_time`` — role
+    ``tool``, as a C tool's ceiling (pgbench's) is recorded."""
+    tally = PhaseTally(warmup_s, duration_s, (("tool", "claim"),))
+    for began, returned in sorted({(began, returned) for _, began, returned in claims}):
+        if (phase := tally.phase_of(returned)) is not None:
+            tally.counts[("tool", "claim", phase)]["ops"] += 1
+            tally.record_us("tool", "claim", "service_time", phase, (returned - began) / 1000)
+    for _, _, returned in claims:
+        if (phase := tally.phase_of(returned)) is not None:
+            tally.counts[("tool", "claim", phase)]["items"] += 1
+            tally.per_second[("tool", "claim", phase, int(returned // 1e9))]["items"] += 1
+    # empty claims inside the window: the backlog ran out, so the rate is the prefill's (a floor)
+    tally.counts[("tool", "claim", "measure")]["idle_polls"] = idle_polls_in_window
+    names = tuple(p.name for p in tally.phases)
+    roles = [RoleInfo("tool", "claim", "closed", consumers, active_phases=names)]
+    return RunResult(phases=tally.phases, roles=roles, workers=[], histograms=tally.histograms,
+                     counts=tally.counts, timeseries=tally.frame(), status="complete", error=None, params={})
+
+
 def _go_seconds(seconds: float) -> str:
     return f"{seconds:g}s"
 

@@ -99,6 +99,13 @@ class PubsubDesign(VariantDesign):
             return self._psload(run, self.spec.publishers, rate, warmup_s, duration_s, params)
         return self._fanout(run, self.spec.publishers, rate, warmup_s, duration_s, params)
 
+    def rate_check_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
+                       params: dict[str, Any]) -> RecordedRun | None:
+        """The harness's fan-out point at a rate psload confirmed (None where the harness drove them)."""
+        if not self.compiled:
+            return None
+        return self._fanout(run, self.spec.publishers, rate, warmup_s, duration_s, params)
+
     def _psload(self, run: StudyRun, publishers: int, rate: float, warmup_s: float, duration_s: float,
                 params: dict[str, Any]) -> RecordedRun:
         """The same point with its load compiled (``psload_points``); rate 0: closed loop."""

@@ -1,9 +1,10 @@
 """The queue's designs for the core capacity experiment (``experiments.capacity``).
 
-Per variant: the ceiling is a burn-down of a prefilled, settled queue — through the system's own
-C tool where it has one that runs the adapter's very statements in one window (pgbench for the
-Postgres designs), else the harness's consumers (the Redis queue: redis-benchmark runs its three
-commands as separate phases, so it gives no per-job window); capacity at a target is the harness's
+Per variant: the ceiling is a burn-down of a prefilled, settled queue — through a compiled load
+that runs the design's very statements in one window: pgbench for the Postgres designs; for the
+Redis queue qload's burn-down when the rate points run qload too (``load: qload``;
+redis-benchmark runs its three commands as separate phases, so it gives no per-job window), else
+the harness's consumers; capacity at a target is the open-loop load's (the harness's, or qload's):
 open-loop producers (one message per enqueue, latency from the *intended* send) and closed-loop
 consumers, send → claim p99 judged over messages sent inside the window. Under the split placement
 the load runs on its own CPU set, so a design the harness cannot push to its limit shows as a floor.
@@ -16,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from pglimits_core.experiments.capacity import Design, VariantDesign
 from pglimits_core.load.ratesearch import PointResult
-from pglimits_core.workloads.queue.ceiling import CEILING_TOOLS, PgbenchCeiling, ceiling_point
+from pglimits_core.workloads.queue.ceiling import (
+    CAPACITY_TOOLS,
+    CEILING_TOOLS,
+    PgbenchCeiling,
+    QloadCeiling,
+    ceiling_point,
+)
 from pglimits_core.workloads.queue.points import (
     QueueVariant,
     latency_point,
@@ -38,17 +45,27 @@ class QueueDesign(VariantDesign):
 
     variant: QueueVariant
     spec: QueueCapacity
-    sizer: PrefillSizer
+    #: None: every ceiling and check starts from the same backlog, ``spec.prefill`` (its
+    #: repetitions must measure one state); a sizer sizes each from the design's rate so far
+    sizer: PrefillSizer | None = None
     experiment: str = "capacity"  # what its records say (the placement check reuses its ceiling)
 
+    def ceiling_tool(self) -> Any:
+        """pgbench for a Postgres design; with the compiled load (``load: qload``), qload's
+        burn-down for a Redis one; None: the harness's burn-down."""
+        tools = CAPACITY_TOOLS if self.spec.load == "qload" else CEILING_TOOLS
+        tool = tools.get(self.system)
+        return tool if isinstance(tool, PgbenchCeiling | QloadCeiling) else None
+
     def uses_tool(self) -> bool:
-        return isinstance(CEILING_TOOLS.get(self.system), PgbenchCeiling)
+        return self.ceiling_tool() is not None
 
     def ceiling_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
                     params: dict[str, Any]) -> RecordedRun:
         if self.uses_tool():
             return ceiling_point(run, self.variant, clients, int(duration_s), int(warmup_s), self.spec.prefill,
-                                 requests=0, recorded_as=self.experiment, sizer=self.sizer, extra_params=params)
+                                 requests=0, recorded_as=self.experiment, sizer=self.sizer, extra_params=params,
+                                 tool=self.ceiling_tool())
         return throughput_point(run, self.variant, clients, self.spec.prefill, duration_s, warmup_s,
                                 recorded_as=self.experiment, sizer=self.sizer, extra_params=params)
 
@@ -62,11 +79,22 @@ class QueueDesign(VariantDesign):
 
     def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
                  params: dict[str, Any]) -> RecordedRun:
-        if self.spec.load == "qload" and self.system in QLOAD_SYSTEMS:
+        if self.compiled_rates():
             return qload_point(run, self.variant, rate, self.spec.producers, self.spec.consumers, duration_s,
                                warmup_s, experiment="capacity", extra_params=params)
         return latency_point(run, self.variant, rate, self.spec.producers, self.spec.consumers, duration_s,
                              warmup_s, experiment="capacity", extra_params=params)
+
+    def rate_check_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
+                       params: dict[str, Any]) -> RecordedRun | None:
+        """The harness's rate point at a rate qload confirmed (None where the harness drove them)."""
+        if not self.compiled_rates():
+            return None
+        return latency_point(run, self.variant, rate, self.spec.producers, self.spec.consumers, duration_s,
+                             warmup_s, experiment="capacity", extra_params=params)
+
+    def compiled_rates(self) -> bool:
+        return self.spec.load == "qload" and self.system in QLOAD_SYSTEMS
 
     def reading(self, summary: Any, offered: float, outcome: dict[str, Any]) -> PointResult:
         return point_reading(summary, offered, outcome)
@@ -86,8 +114,8 @@ def items_per_s(summary: Any) -> float:
 def queue_designs(spec: QueueCapacity | None, variants: list[QueueVariant]) -> list[Design]:
     if spec is None:
         return []
-    sizer = PrefillSizer()  # one memory: each design's later ceilings are sized from its first
-    return [QueueDesign(v, spec, sizer) for v in variants if spec.includes(v.label)]
+    # no sizer: every repetition of a ceiling, and its check, from the same backlog (``prefill``)
+    return [QueueDesign(v, spec) for v in variants if spec.includes(v.label)]
 
 
 def capacity_table_of(frame: Any) -> Any:
@@ -105,9 +133,10 @@ def capacity_table_of(frame: Any) -> Any:
 
 
 def ran_dry(summary: Any) -> bool:
-    """A harness burn-down whose consumers polled an empty queue inside the window ran out of
-    backlog: its rate is the prefill's, a floor (a pgbench run that drains its table fails)."""
-    return any(e.idle_polls > 0 for e in summary.entries if e.phase == "measure" and e.role == "consumer")
+    """A burn-down whose consumers polled an empty queue inside the window (the harness's, or
+    qload's) ran out of backlog: its rate is the prefill's, a floor (a pgbench run that drains its
+    table fails)."""
+    return any(e.idle_polls > 0 for e in summary.entries if e.phase == "measure" and e.role in ("consumer", "tool"))
 
 
 def kill_survival(records: list[dict[str, Any]]) -> dict[str, bool | None]:

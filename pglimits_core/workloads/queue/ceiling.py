@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load.tools import PgbenchLoad, RedisBenchmarkLoad
 from pglimits_core.load.tools.process import ToolCommand
+from pglimits_core.load.tools.qload import QloadBurnDown
 from pglimits_core.studies.runner import RecordedRun, run_tool_recorded
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.queue import ceiling_tools as scripts
@@ -106,6 +107,32 @@ class RedisBenchmarkCeiling:
         return {"left_after_run": left}
 
 
+class QloadCeiling:
+    """qload's burn-down (``-rate 0``): the design's own claim and ack, ``clients`` consumers flat
+    out on a prefilled, settled queue, one window — the ceiling of the Redis designs, whose
+    commands redis-benchmark runs only as separate phases (no per-job window), from a compiled
+    load on the load's core rather than the Python harness's. The run holds if the jobs removed
+    match the jobs qload claimed; one whose backlog ran out inside the window is a floor."""
+
+    tool = "qload"
+    fills_queue = True
+
+    def load(self, url: str, v: QueueVariant, clients: int, knobs: dict[str, Any]) -> QloadBurnDown:
+        from pglimits_core.workloads.queue.qload_points import qload_target, qload_verbs
+
+        return QloadBurnDown(qload_verbs(v), qload_target(url, v.system), clients, v.batch, knobs["duration_s"],
+                             knobs["warmup_s"])
+
+    def judge(self, adapter, result, prefilled: int, clients: int, batch: int) -> dict[str, Any]:
+        claimed = int(result.params.get("tool_reported", {}).get("claimed_total", 0))
+        left = adapter.depth()
+        fact = {"prefilled": prefilled, "left_after_run": left, "removed": prefilled - left, "claimed_jobs": claimed}
+        if prefilled - left != claimed:
+            return {**fact, "error": f"lost count: {prefilled - left} jobs removed, {claimed} claimed and "
+                                     "acknowledged by qload"}
+        return fact  # a backlog that ran out is the record's idle polls: a floor (capacity.ran_dry)
+
+
 def _pgmq_script(v: QueueVariant) -> str:
     """The pgmq adapter's own calls for this variant (its queue, visibility timeout and ack)."""
     options = {key: v.options[key] for key in ("queue", "vt_s", "mode") if key in v.options}
@@ -118,6 +145,10 @@ CEILING_TOOLS: dict[str, Any] = {
     "pgmq": PgbenchCeiling(_pgmq_script, "read_ack"),
     "redis_reliable": RedisBenchmarkCeiling(),
 }
+#: the capacity experiment's ceilings with its compiled load (``capacity.load: qload``): pgbench
+#: for the Postgres designs, qload's burn-down for Redis's
+CAPACITY_TOOLS: dict[str, Any] = {**{k: t for k, t in CEILING_TOOLS.items() if isinstance(t, PgbenchCeiling)},
+                                  "redis_reliable": QloadCeiling()}
 
 
 def ceiling_points(section: Any, variants: list[QueueVariant]) -> list[Point]:
@@ -145,11 +176,13 @@ def tool_variants(section: Any, variants: list[QueueVariant], name: str) -> list
 
 def ceiling_point(run: StudyRun, v: QueueVariant, clients: int, duration_s: int, warmup_s: int,
                   prefill_count: int, requests: int, recorded_as: str = EXPERIMENT,
-                  sizer: PrefillSizer | None = None, extra_params: dict | None = None) -> RecordedRun:
+                  sizer: PrefillSizer | None = None, extra_params: dict | None = None,
+                  tool: Any = None) -> RecordedRun:
     """One tool run on a fresh queue (prefilled and settled where the tool needs a backlog),
-    recorded under experiment ``recorded_as``; with a ``sizer``, ``prefill_count`` is the cap."""
+    recorded under experiment ``recorded_as``; with a ``sizer``, ``prefill_count`` is the cap.
+    ``tool``: the system's entry in ``CEILING_TOOLS`` unless given."""
     recorded = _ceiling_run(run, v, clients, duration_s, warmup_s, prefill_count, requests, recorded_as, sizer,
-                            extra_params or {})
+                            extra_params or {}, tool or CEILING_TOOLS[v.system])
     if sizer is not None:
         sizer.learn(recorded_as, v.label, consumed_per_s(recorded, role=None))
     return recorded
@@ -157,8 +190,8 @@ def ceiling_point(run: StudyRun, v: QueueVariant, clients: int, duration_s: int,
 
 def _ceiling_run(run: StudyRun, v: QueueVariant, clients: int, duration_s: int, warmup_s: int,
                  prefill_count: int, requests: int, experiment: str, sizer: PrefillSizer | None,
-                 extra_params: dict[str, Any]) -> RecordedRun:
-    ctx, tool = run.ctx, CEILING_TOOLS[v.system]
+                 extra_params: dict[str, Any], tool: Any) -> RecordedRun:
+    ctx = run.ctx
     knobs = {"duration_s": duration_s, "warmup_s": warmup_s, "requests": requests}
     load = tool.load(ctx.endpoints[v.server].url, v, clients, knobs)  # a missing tool fails here
     filled = prefill_count if tool.fills_queue else 0

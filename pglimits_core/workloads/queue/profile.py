@@ -154,7 +154,7 @@ class HarnessBench(CeilingSweep):
 class QueueCapacity(CapacitySpec):
     """``capacity:`` (``experiments.capacity``): the core experiment's knobs plus the load's shape:
     open-loop producers (one message per enqueue) and closed-loop consumers for the rate points;
-    ``prefill`` caps a ceiling's backlog (each is sized from the design's rate so far). ``load``:
+    ``prefill`` is every ceiling's and check's backlog (one start state for all repetitions). ``load``:
     who drives the rate points — ``harness`` (the Python workers) or ``qload`` (the compiled load,
     ``load.tools.qload``, for the designs with a server; SQLite's stay the harness's)."""
 
