@@ -84,8 +84,11 @@ def test_an_error_inside_the_block_still_releases_the_hold(server, kind, interru
     assert time.monotonic() - started < 15  # released at once, not by the 60-s backstop
 
 
+# SIGINT raises KeyboardInterrupt as in run_all (servers/fleet.py installs that handler): a process
+# started from a background job inherits SIGINT ignored, and Python then installs none of its own
 HOLDER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from pglimits_core.studies.horizons import held_horizon
 with held_horizon(sys.argv[1], sys.argv[2], seconds=float(sys.argv[3]), margin_s=float(sys.argv[4])) as hold:
     print(hold.pid, flush=True)

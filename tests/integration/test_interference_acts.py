@@ -92,8 +92,11 @@ def test_an_act_that_fails_midway_still_turns_autovacuum_back_on(queue, monkeypa
     assert acts.autovacuum_enabled(queue)
 
 
+# SIGINT raises KeyboardInterrupt as in run_all (servers/fleet.py installs that handler): a process
+# started from a background job inherits SIGINT ignored, and Python then installs none of its own
 ACT = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from pglimits_core.workloads.interference import acts
 acts.autovacuum_off(sys.argv[1], before_s=0, act_s=600)(time.monotonic())
 """
