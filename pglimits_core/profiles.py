@@ -34,19 +34,6 @@ class ForVariants(Strict):
         return not self.variants or label in self.variants
 
 
-class CliffSearch(ForVariants):
-    """The highest offered rate a variant sustains with its p99 under ``p99_bound_ms``: probes of
-    ``probe_s`` from ``start_rate``, at most ``max_probes``; a rate near the edge holds only if
-    each of its ``repeats`` measurements passes. A workload adds who produces and who consumes."""
-
-    start_rate: PositiveFloat = 1000
-    probe_s: PositiveFloat = 3
-    p99_bound_ms: PositiveFloat = 50
-    max_probes: PositiveInt = 5
-    #: measurements per rate near the edge; a rate holds only if every one passes
-    repeats: PositiveInt = 3
-
-
 class CapacitySpec(ForVariants):
     """The capacity experiment (``experiments.capacity``): the ceiling at ``ceiling_clients``
     (``repetitions`` windows of ``ceiling_s``), then per latency target a search with probes of

@@ -84,12 +84,23 @@ def save_figures(figures: dict[str, Any], directory: Path, formats: Sequence[str
 
 def write_tables(prefix: str, tables: dict[str, pd.DataFrame], directory: Path) -> None:
     """``<prefix>-<key>.csv`` as computed and ``.md`` with "—" for a missing value (a verdict that
-    does not apply)."""
+    does not apply); a ``<prefix>-`` table these records no longer make (an experiment retired, a
+    key renamed) is removed, so the directory holds what the records say and nothing older."""
     directory.mkdir(parents=True, exist_ok=True)
     for key, table in tables.items():
         table.to_csv(directory / f"{prefix}-{key}.csv", index=False)
         shown = table.astype(object).where(table.notna(), "—")
         (directory / f"{prefix}-{key}.md").write_text(shown.to_markdown(index=False) if not table.empty else "(no data)\n")
+    remove_stale(directory, prefix, {f"{prefix}-{key}" for key in tables}, (".csv", ".md"))
+
+
+def remove_stale(directory: Path, prefix: str, kept: set[str], suffixes: Sequence[str]) -> None:
+    """Remove ``<prefix>-*`` files of ``suffixes`` in ``directory`` whose stem is not ``kept``: what
+    an older run of the workload wrote that these records no longer make."""
+    for suffix in suffixes:
+        for stale in directory.glob(f"{prefix}-*{suffix}"):
+            if stale.stem not in kept:
+                stale.unlink()
 
 
 def drawn_charts(workload: Any, tables: dict[str, pd.DataFrame]) -> list[str]:
@@ -133,6 +144,7 @@ def build_outputs(workload: Any, runs_root: Path, figures_dir: Path | None = Non
         return outputs
     if figures_dir is not None:
         outputs.figure_paths = save_figures(outputs.figures, figures_dir, figure_formats)
+        remove_stale(Path(figures_dir), workload.name, set(outputs.figures), (".png", ".svg"))
     if tables_dir is not None:
         write_tables(workload.name, tables, tables_dir)
     return outputs

@@ -4,6 +4,8 @@ Every workload's seed comparison judges its ratios with these functions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 # A ratio "agrees" when it falls inside the seed's range widened by this factor each way:
 # quick profiles have short windows and one repetition, so a tighter band would flag noise.
 AGREEMENT_SLACK = 1.25
@@ -34,3 +36,28 @@ def verdict_short(ours: float, seed: float) -> str:
     vector tables ("differ" for an opposite direction)."""
     found = verdict(ours, seed, seed)
     return "differ" if found.startswith("differ") else found
+
+
+def judge_sides(a: Any, b: Any, low: float, high: float) -> tuple[float | None, str, str]:
+    """Our A/B from two ``analysis.verdict.Side`` (a capacity table's ceilings or capacities)
+    against the seed's range: the ratio, the verdict and the comparison's class (``decide``'s: a
+    class under which the ratio measures no system leaves the row not decided).
+
+    A bound moves the true ratio one way: a floor on A (or an upper bound on B: held nowhere,
+    ``Side.below``) only up, a floor on B (or A held nowhere) only down. Where the way it may move
+    reaches the seed's range, or it may move both ways, the row is inconclusive; otherwise the one
+    rule judges it and says which side is a bound."""
+    from pglimits_core.analysis.verdict import decide
+
+    if a is None or b is None or not a.value or not b.value:
+        return None, "not measured here", "—"
+    found, ratio = decide(a, b), a.value / b.value
+    up, down = a.floor or b.below, b.floor or a.below
+    bounds = [f"{name} {'below its figure' if side.below else 'a lower bound'}"
+              for name, side in (("A", a), ("B", b)) if side.floor or side.below]
+    if (up and down) or floor_could_move_it(ratio, low, high, up, down):
+        return ratio, f"inconclusive: ours {' and '.join(bounds)}, the true ratio may reach the seed's", found.klass
+    judged = verdict(ratio, low, high)
+    judged = "differ" if judged.startswith("differ") and low == high else judged
+    spread = f" (ratio over the runs {found.spread[0]:.2f}–{found.spread[1]:.2f})" if found.spread else ""
+    return ratio, judged + (f" (ours {' and '.join(bounds)})" if bounds else "") + spread, found.klass

@@ -23,7 +23,7 @@ def test_study_attaches_to_external_servers_and_leaves_them_running(
     spec["queue"]["variants"] = [{"system": "pg_delete", "batch": 1}, {"system": "redis_reliable"}]
     # attaching is the point here, not every experiment (the crash and backup drills need servers
     # the study started: they kill them, or restore their files into a second instance)
-    for experiment in ("cliff", "recovery", "backup"):
+    for experiment in ("recovery", "backup"):
         spec["queue"].pop(experiment)
     spec["external"] = {"postgres": postgres_endpoint.url, "redis": redis_endpoint.url}
     (tmp_path / "ext.yaml").write_text(yaml.safe_dump(spec))

@@ -1,5 +1,6 @@
-"""The ``ceiling`` experiment on real servers: pgbench runs the Postgres queue's statements and
-redis-benchmark the Redis reliable queue's commands, and each tool point is a valid run record
+"""The queue's C tools on real servers (the capacity ceilings and the harness benchmark run them):
+pgbench runs the Postgres queue's statements and redis-benchmark the Redis reliable queue's
+commands, and each tool point is a valid run record
 (ops/s > 0, the tool's name, version and command lines in the manifest, the tool's processes as
 the client side of the CPU split)."""
 
@@ -19,14 +20,15 @@ from pglimits_core.servers.fleet import Fleet
 from pglimits_core.studies.runner import UNSEEN_CLIENT, build_context
 from pglimits_core.studies.study import StudyRun
 from pglimits_core.workloads.queue.ceiling import ceiling_point
-from pglimits_core.workloads.queue.ceiling_tables import harness_bench_table
 from pglimits_core.workloads.queue.points import throughput_point, variant
 from pglimits_core.workloads.queue.tables import queue_run_columns
+from pglimits_core.workloads.queue.tool_tables import harness_bench_table
 from tests.conftest import TEST_ROOT, server_processes
 
 pytestmark = pytest.mark.integration
 
-KNOBS = {"clients": 2, "duration_s": 2, "warmup_s": 1, "prefill_count": 60_000, "requests": 20_000}
+KNOBS = {"clients": 2, "duration_s": 2, "warmup_s": 1, "prefill_count": 60_000, "requests": 20_000,
+         "recorded_as": "harness_bench"}
 #: a backlog that outlasts warm-up + window on a fast box: 10 per claim took 77,000 jobs in those
 #: 3 s on a CI machine (a run that drains the queue fails, as it must)
 BACKLOG_PER_BATCH = {1: 60_000, 10: 300_000}
@@ -51,7 +53,7 @@ def check_record(run, tool: str) -> tuple[dict, dict]:
     assert validate_run_dir(run.path) == []
     manifest = json.loads((run.path / "manifest.json").read_text())
     params = manifest["params"]
-    assert params["experiment"] == "ceiling" and params["tool"] == tool
+    assert params["experiment"] == "harness_bench" and params["tool"] == tool
     assert params["tool_version"] and manifest["client_versions"][tool] == params["tool_version"]
     assert all(command["argv"][0].endswith(tool) for command in params["tool_commands"])
     assert all(e.ops_per_s > 0 for e in run.summary.entries) and run.summary.entries

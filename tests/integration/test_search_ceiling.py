@@ -1,5 +1,5 @@
-"""The search ``ceiling`` experiment on real servers at test size: pgbench runs Postgres GIN's
-ranked query and vegeta the OpenSearch request bodies over the mixed stream, each point a valid
+"""The capacity experiment's tool ceiling for search on real servers at test size: pgbench runs
+Postgres GIN's ranked query and vegeta the OpenSearch request bodies over the mixed stream, each point a valid
 run record (queries/s > 0, the tool's name, version and command lines in the manifest, the
 tool's processes as the client side, the server's CPU sampled); and a missing vegeta stops its
 point with one line naming the fix."""
@@ -32,7 +32,7 @@ from tests.conftest import TEST_ROOT, server_processes
 
 pytestmark = pytest.mark.integration
 
-KNOBS = {"stream": "mixed", "clients": 2, "duration_s": 2, "warmup_s": 1}
+KNOBS = {"stream": "mixed", "clients": 2, "duration_s": 2, "warmup_s": 1, "experiment": "capacity"}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def check_record(run, tool: str) -> dict:
     assert validate_run_dir(run.path) == []
     manifest = json.loads((run.path / "manifest.json").read_text())
     params = manifest["params"]
-    assert params["experiment"] == "ceiling" and params["tool"] == tool and params["stream"] == "mixed"
+    assert params["experiment"] == "capacity" and params["tool"] == tool and params["stream"] == "mixed"
     assert params["tool_version"] and manifest["client_versions"][tool] == params["tool_version"]
     assert params["tool_commands"] and all(c["argv"][0].endswith(tool) for c in params["tool_commands"])
     measure = next(e for e in run.summary.entries if e.phase == "measure")

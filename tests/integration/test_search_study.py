@@ -41,7 +41,7 @@ def test_the_test_profile_measures_every_system_with_exact_answers(tmp_path: Pat
     by_experiment: dict[str, list[dict]] = {}
     for manifest in manifests:
         by_experiment.setdefault(manifest["params"]["experiment"], []).append(manifest)
-    assert set(by_experiment) == {"load", "correctness", "throughput", "crossover", "latency", "ceiling"}
+    assert set(by_experiment) == {"load", "correctness", "throughput", "crossover", "latency"}
     assert {m["system"] for m in by_experiment["load"]} == {"pg_gin", "elasticsearch", "opensearch"}
 
     # correctness first: every query of the study, on every variant, agrees with the exact answer
@@ -67,7 +67,7 @@ def test_the_test_profile_measures_every_system_with_exact_answers(tmp_path: Pat
     latency = by_experiment["latency"]
     assert len({m["params"]["rate"] for m in latency}) == 1  # the same offered rate for every system
     # every timed record carries its server's warm-up, which ran once per server (not per variant)
-    timed = [m for e in ("throughput", "crossover", "latency", "ceiling") for m in by_experiment[e]]
+    timed = [m for e in ("throughput", "crossover", "latency") for m in by_experiment[e]]
     warm = [(next(iter(m["servers"])), m["params"]["outcome"]["warmup_before"]) for m in timed]
     assert all(w["slices_qps"] and w["queries"] > 0 and w["stopped"] for _, w in warm)
     ran = sorted(server for server, w in warm if w["ran_before_this_point"])

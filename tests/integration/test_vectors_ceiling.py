@@ -1,4 +1,4 @@
-"""The vectors ``ceiling`` experiment on real servers, at the test profile's dataset size: pgbench
+"""The capacity experiment's tool ceiling for vectors on real servers, at the test profile's dataset size: pgbench
 runs the harness's pgvector query on stored query vectors (its plan checked: the HNSW index) and
 vegeta Qdrant's REST search, and each tool point is a valid run record (QPS > 0, the tool's name,
 version and command lines, the plan, the server's CPU, the tool's processes as the client side)."""
@@ -22,7 +22,7 @@ from tests.conftest import TEST_ROOT, server_processes
 
 pytestmark = pytest.mark.integration
 
-KNOBS = {"clients": 2, "repetition": 0, "duration_s": 2, "warmup_s": 1}
+KNOBS = {"clients": 2, "repetition": 0, "duration_s": 2, "warmup_s": 1, "recorded_as": "capacity"}
 EF = 40
 
 
@@ -52,7 +52,7 @@ def check_record(run, tool: str) -> tuple[dict, dict]:
     assert validate_run_dir(run.path) == []
     manifest = json.loads((run.path / "manifest.json").read_text())
     params = manifest["params"]
-    assert params["experiment"] == "ceiling" and params["tool"] == tool and params["ef"] == EF
+    assert params["experiment"] == "capacity" and params["tool"] == tool and params["ef"] == EF
     assert params["tool_version"] and manifest["client_versions"][tool] == params["tool_version"]
     assert all(command["argv"][0].endswith(tool) for command in params["tool_commands"])
     measure = [e for e in run.summary.entries if e.phase == "measure"]

@@ -26,7 +26,7 @@ def test_pubsub_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
                                            "figures_dir": str(figures), "tables_dir": str(tables)},
                                cwd=str(NOTEBOOKS_DIR), progress_bar=False)
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
-    assert {"fanout", "cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit"} \
+    assert {"fanout", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit"} \
         == {m["params"]["experiment"] for m in manifests}
     for manifest in manifests:
         assert manifest["status"] == "complete", manifest["error"]
@@ -39,7 +39,7 @@ def test_pubsub_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
     fanout = (tables / "pubsub-fanout.md").read_text()
     assert fanout.count("pg_notify batch=1") == 2 and fanout.count("redis_publish batch=1") == 2, fanout
     assert "payload string too long" in (tables / "pubsub-payload_limit.md").read_text()
-    assert {"pubsub-fanout.png", "pubsub-cliff.png", "pubsub-commit-serialization.png"} <= {p.name for p in figures.iterdir()}
+    assert {"pubsub-fanout.png", "pubsub-commit-serialization.png"} <= {p.name for p in figures.iterdir()}
     executed = json.loads((tmp_path / "out.ipynb").read_text())
     images = [out for cell in executed["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
-    assert len(images) == 3, f"{len(images)} figures in the executed notebook"
+    assert len(images) == 2, f"{len(images)} figures in the executed notebook"

@@ -26,7 +26,7 @@ def test_queue_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
                                cwd=str(NOTEBOOKS_DIR), progress_bar=False)
     records = finished_runs(runs)
     manifests = [json.loads((p / "manifest.json").read_text()) for p in records]
-    assert {"throughput", "steady", "latency", "cliff", "recovery", "consumer_crash", "backup"} <= {m["params"]["experiment"] for m in manifests}
+    assert {"throughput", "steady", "latency", "recovery", "consumer_crash", "backup"} <= {m["params"]["experiment"] for m in manifests}
     assert {m["system"] for m in manifests} == {"pg_delete", "redis_reliable", "sqlite_wal"}
     for manifest in manifests:
         assert manifest["status"] == "complete", manifest["error"]

@@ -28,8 +28,7 @@ def test_search_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
                                            "figures_dir": str(figures), "tables_dir": str(tables)},
                                cwd=str(NOTEBOOKS_DIR), progress_bar=False)
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
-    assert {m["params"]["experiment"] for m in manifests} == {"load", "correctness", "throughput", "crossover", "latency",
-                                                               "ceiling"}
+    assert {m["params"]["experiment"] for m in manifests} == {"load", "correctness", "throughput", "crossover", "latency"}
     assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
     assert all(m["params"]["outcome"]["disagreed"] == 0 for m in manifests if m["params"]["experiment"] == "correctness")
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],

@@ -55,3 +55,32 @@ def test_readme_stays_short_enough_to_read_at_a_glance():
 def test_an_unknown_host_is_a_one_line_error():
     with pytest.raises(Exception, match="no committed runs"):
         readme_results.results_block("full", host="no-such-machine")
+
+
+#: the capacity table's columns every workload shares, one vocabulary from records to tables:
+#: a change to how a committed record becomes one of these numbers shows here
+SHARED_CAPACITY_COLUMNS = ("variant", "side", "target_p99_ms", "ceiling_per_s", "ceiling_low", "ceiling_high",
+                           "ceiling_limit", "ceiling_by", "check_per_s", "agrees", "capacity_per_s",
+                           "capacity_limit", "capacity_miss_per_s", "p99_ms", "server_cpu_us_per_item", "steady_s",
+                           "below_per_s")
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*/full/tables/*-capacity.csv")),
+                         ids=lambda p: f"{p.parts[-4]}/{p.name}")
+def test_each_committed_capacity_table_is_what_its_records_give_on_the_shared_columns(path):
+    """Golden: a machine's committed ``<workload>-capacity.csv`` against the same table computed
+    now from that machine's committed records, on the columns every workload shares."""
+    import io
+
+    import pandas as pd
+
+    from pglimits_core.analysis.outputs import build_outputs
+    from pglimits_core.registry import workload
+
+    now = build_outputs(workload(path.name.removesuffix("-capacity.csv")), path.parent.parent / "runs").tables
+    assert not now.get("capacity", pd.DataFrame()).empty, f"{path}: its records make no capacity table"
+    was = pd.read_csv(path)
+    columns = [c for c in SHARED_CAPACITY_COLUMNS if c in was]
+    assert {"variant", "ceiling_per_s", "capacity_per_s", "side"} <= set(columns), path
+    rebuilt = pd.read_csv(io.StringIO(now["capacity"][columns].to_csv(index=False)))
+    pd.testing.assert_frame_equal(was[columns], rebuilt, check_dtype=False, obj=str(path))

@@ -118,18 +118,21 @@ def test_redis_steps_and_the_derived_per_job_rate():
     assert ceiling_tools.MEAN_PAYLOAD_BYTES == 845
 
 
-def test_the_ceiling_section_plans_tool_points_only_for_systems_with_a_tool():
+def test_the_harness_bench_plans_tool_points_only_for_systems_with_a_tool():
     from pglimits_core.workloads.queue.plan import plan
     from pglimits_core.workloads.queue.profile import QueueProfile
 
     base = {"variants": [{"system": "pg_delete", "batch": 10}, {"system": "redis_reliable"}, {"system": "sqlite_wal"}],
             "throughput": {"consumers": [1], "prefill": 10, "duration_s": 1},
             "latency": {"rates": [10], "duration_s": 1}}
-    assert not [p for p in plan(QueueProfile.model_validate(base), None) if p.experiment == "ceiling"]
-    section = QueueProfile.model_validate({**base, "ceiling": {"clients": [1, 4]}})
-    points = [p for p in plan(section, None) if p.experiment == "ceiling"]
-    assert [(p.label, p.params["clients"]) for p in points] == [
-        ("pg_delete batch=10", 1), ("pg_delete batch=10", 4), ("redis_reliable batch=1", 1), ("redis_reliable batch=1", 4)]
-    explicit = QueueProfile.model_validate({**base, "ceiling": {"clients": [1], "variants": ["sqlite_wal batch=1"]}})
+    assert not [p for p in plan(QueueProfile.model_validate(base), None) if p.experiment == "harness_bench"]
+    section = QueueProfile.model_validate({**base, "harness_bench": {"clients": [1, 4]}})
+    points = [p for p in plan(section, None) if p.experiment == "harness_bench"]
+    # the harness's burn-down, then the tool, per (variant, clients)
+    assert [(p.label, p.params["clients"] if "clients" in p.params else p.params["consumers"]) for p in points] == [
+        ("pg_delete batch=10", 1), ("pg_delete batch=10", 1), ("pg_delete batch=10", 4), ("pg_delete batch=10", 4),
+        ("redis_reliable batch=1", 1), ("redis_reliable batch=1", 1), ("redis_reliable batch=1", 4),
+        ("redis_reliable batch=1", 4)]
+    explicit = QueueProfile.model_validate({**base, "harness_bench": {"clients": [1], "variants": ["sqlite_wal batch=1"]}})
     with pytest.raises(PGLimitsError, match="sqlite_wal has no C load tool"):
         plan(explicit, None)

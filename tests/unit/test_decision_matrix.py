@@ -206,18 +206,6 @@ def test_queue_peak_compares_only_like_delivery_and_batch():
     assert rule_words(unlike) == f"{NOT_DECIDED}: not like for like (delivery / batch)" and unlike.verdict is None
 
 
-def test_queue_cliff_across_durability_classes_is_never_judged():
-    from pglimits_core.workloads.queue.decision import cliff_cells
-
-    cliff = pd.DataFrame([{"variant": "pg_delete batch=1", "durability_class": "per_commit", "sustainable_per_s": 688,
-                           "client_bound": False},
-                          {"variant": "redis_reliable batch=1", "durability_class": "none", "sustainable_per_s": 1812,
-                           "client_bound": False}])
-    (decided,) = cliff_cells(cliff)
-    assert rule_words(decided) == f"{NOT_DECIDED}: different durability classes"
-    assert "batch=1 designs only" in decided.scale
-
-
 def test_vectors_use_the_sweeps_client_bound_verdict_and_decide_on_qps():
     from pglimits_core.workloads.vectors.decision import decisions
 

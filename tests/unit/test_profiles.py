@@ -4,14 +4,14 @@ from pglimits_core import profiles
 from pglimits_core.errors import PGLimitsError
 
 
-@pytest.mark.parametrize("name", ["quick", "full", "reference", "test"])
+@pytest.mark.parametrize("name", ["quick", "full", "test"])
 def test_committed_profiles_validate_and_their_variants_exist(name):
     from pglimits_core.workloads.queue.points import variant
 
     profile = profiles.load_profile(name)
     labels = [variant(**spec).label for spec in profile.section("queue").variants]
     assert len(labels) == len(set(labels))
-    for experiment in ("cliff", "capacity"):
+    for experiment in ("capacity", "harness_bench", "placement_check"):
         if (section := getattr(profile.section("queue"), experiment)) is not None:
             assert set(section.variants) <= set(labels), experiment
 
@@ -126,7 +126,7 @@ def test_a_profile_is_given_by_name_or_by_path_with_or_without_yaml(tmp_path, mo
 
 def test_an_unknown_profile_says_what_forms_it_takes():
     with pytest.raises(PGLimitsError, match=r"unknown profile 'configs/quik.yaml' \(no file configs/quik.yaml\)"
-                                            r" — fix: use one of: full, quick, reference, test \(in configs/profiles\),"
+                                            r" — fix: use one of: full, quick, test \(in configs/profiles\),"
                                             " or the path of a .yaml file"):
         profiles.load_profile("configs/quik.yaml")
     with pytest.raises(PGLimitsError, match="unknown profile ''"):

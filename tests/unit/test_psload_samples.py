@@ -4,6 +4,7 @@ fan-out study's outcome (``load.tools.psload``), from synthetic logs."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pglimits_core.load.tools.psload import outcome_of, read_samples, samples_result
@@ -65,3 +66,45 @@ def test_a_closed_loop_run_is_a_ceiling_with_no_offered_rate():
                             warmup_s=0.5, duration_s=1.0)
     publisher = next(r for r in result.roles if r.name == "publisher")
     assert publisher.loop == "closed" and publisher.offered_rate is None
+
+
+def _one_by_one(sends: np.ndarray, deliveries: np.ndarray, warmup_s: float, duration_s: float):
+    """The tally as it was kept event by event (the reference the whole-log tally must equal)."""
+    from pglimits_core.load.tools.tally import PhaseTally
+
+    tally = PhaseTally(warmup_s, duration_s, (("publisher", "publish"), ("subscriber", "receive")))
+    for intended, began, done in sends.tolist():
+        tally.open_loop_send("publisher", "publish", intended, began, done)
+    for intended_ms, delivery_us in deliveries.tolist():
+        tally.record_us("subscriber", "receive", "delivery", "measure", delivery_us)
+        received_ns = intended_ms * 1e6 + delivery_us * 1e3
+        if (phase := tally.phase_of(received_ns)) is not None:
+            tally.counts[("subscriber", "receive", phase)]["ops"] += 1
+            tally.counts[("subscriber", "receive", phase)]["items"] += 1
+            tally.per_second[("subscriber", "receive", phase, int(received_ns // 1e9))]["items"] += 1
+    return tally
+
+
+def test_the_whole_log_tally_equals_the_event_by_event_one_value_for_value():
+    """A fast server gives psload millions of events a window: the log is tallied with numpy,
+    and every count, per-second row and histogram equals what the per-event tally gives —
+    including latencies past the histogram's 60-s ceiling and events outside both phases."""
+    rng = np.random.default_rng(3)
+    intended = np.sort(rng.integers(-10**8, 2_700_000_000, 20_000))
+    began = intended + rng.integers(0, 3_000_000, intended.size)
+    done = began + rng.integers(0, 2_000_000, intended.size)
+    done[:3] = began[:3] + 70_000_000_000  # clamped to 60 s
+    sends = np.stack([intended, began, done], axis=1)
+    deliveries = np.stack([rng.integers(0, 2_700, 50_000), rng.integers(0, 400_000, 50_000)], axis=1)
+    deliveries[:2, 1] = 61_000_000
+    fast = samples_result(sends, deliveries, rate=5000.0, publishers=2, subscribers=3, warmup_s=0.5, duration_s=2.0)
+    slow = _one_by_one(sends, deliveries, 0.5, 2.0)
+    assert fast.counts == slow.counts
+    pd.testing.assert_frame_equal(fast.timeseries.reset_index(drop=True), slow.frame().reset_index(drop=True),
+                                  check_dtype=False)
+    assert set(fast.histograms) == set(slow.histograms)
+    for key, histogram in slow.histograms.items():
+        assert fast.histograms[key].get_total_count() == histogram.get_total_count(), key
+        for percentile in (1, 50, 90, 99, 99.9, 100):
+            assert fast.histograms[key].get_value_at_percentile(percentile) == \
+                histogram.get_value_at_percentile(percentile), (key, percentile)

@@ -84,7 +84,7 @@ def test_only_messages_meant_for_the_window_are_timed():
 
 def test_tables_of_an_empty_frame_are_empty():
     tables = all_tables(pd.DataFrame())
-    assert set(tables) >= {"fanout", "cliff", "commit_serialization", "stuck_subscriber", "payload_limit"}
+    assert set(tables) >= {"fanout", "commit_serialization", "stuck_subscriber", "payload_limit"}
     assert all(table.empty for table in tables.values())
 
 
@@ -144,7 +144,8 @@ def test_bad_variants_and_filter_typos_are_one_line_errors():
     with pytest.raises(PGLimitsError, match="batch"):
         variant("pg_notify", batch=0)
     section = load_profile("test").section("pubsub")
-    typo = section.model_copy(update={"cliff": section.cliff.model_copy(update={"variants": ["pg_notfy batch=1"]})})
+    typo = section.model_copy(update={"stuck_subscriber": section.stuck_subscriber.model_copy(
+        update={"variants": ["pg_notfy batch=1"]})})
     with pytest.raises(PGLimitsError, match="pg_notfy"):
         plan(typo, SimpleNamespace())
 
@@ -153,12 +154,12 @@ def test_every_profile_plans_its_pubsub_section():
     from pglimits_core.profiles import load_profile
     from pglimits_core.workloads.pubsub.plan import plan
 
-    for name in ("test", "quick", "reference", "full"):
+    for name in ("test", "quick", "full"):
         profile = load_profile(name)
         section = profile.section("pubsub")
         points = plan(section, profile)
-        # the cliff, the C tools' ceiling and the capacity experiment where the profile asks for them
-        asked = {key for key in ("cliff", "ceiling", "capacity") if getattr(section, key) is not None}
+        # the capacity experiment where the profile asks for it
+        asked = {"capacity"} if section.capacity is not None else set()
         assert {p.experiment for p in points} == {"fanout", "commit_serialization", "idle_listeners",
                                                   "stuck_subscriber", "payload_limit", *asked}, name
         assert {p.server for p in points} == {"postgres", "redis"}
@@ -247,14 +248,6 @@ def test_open_loop_rows_count_what_the_publishers_achieved_and_empty_windows_are
     assert table.deliveries_per_s == 1500.0 * 10
     assert table.runs == 1 and table.failed_runs == 1  # the empty window counts as no measurement
     assert table.behind_at_end_pct == 5.0
-
-
-def test_a_ceiling_failure_made_in_the_publisher_says_so_and_unknown_verdicts_are_not_hidden():
-    from pglimits_core.workloads.pubsub.tables import verdict_text
-
-    assert verdict_text(pd.Series([True, None, False])) == "yes in 1 of 3; cannot tell in 1"
-    assert verdict_text(pd.Series([None, None])) == "cannot tell in 2"
-    assert verdict_text(pd.Series([False])) == "no"
 
 
 def test_an_open_loop_publisher_that_sent_nothing_on_time_is_no_measurement():

@@ -58,3 +58,57 @@ def test_a_burn_downs_jobs_are_the_claims_returned_inside_its_window_and_a_batch
     assert service.count == 1 and 1_990 <= service.max_us <= 2_010
     dry = build_summary(burn_down_result(claims, 2, 1, 2, idle_polls_in_window=3), "t")
     assert next(e for e in dry.entries if e.phase == "measure").idle_polls == 3
+
+
+def test_the_whole_log_tally_equals_the_event_by_event_one(tmp_path):
+    """qload's log is tallied with numpy (a Redis burn-down logs millions of claims a window):
+    the counts, per-second rows and histograms equal the event-by-event tally's, for the rate
+    points and the burn-down alike, read back from the CSV qload writes."""
+    import numpy as np
+    import pandas as pd
+
+    from pglimits_core.load.tools.qload import burn_down_result, read_samples
+    from pglimits_core.load.tools.tally import PhaseTally
+
+    rng = np.random.default_rng(5)
+    intended = np.sort(rng.integers(-10**8, 3_200_000_000, 5_000))
+    sends = np.stack([intended, intended + rng.integers(0, 10**6, intended.size),
+                      intended + rng.integers(10**6, 2 * 10**6, intended.size)], axis=1)
+    began = np.repeat(np.sort(rng.integers(0, 3_200_000_000, 2_000)), 3)  # batches of 3 messages
+    claims = np.stack([rng.integers(0, 3_200_000_000, began.size), began, began + 400_000], axis=1)
+    log = tmp_path / "samples.csv"
+    log.write_text("".join(f"{kind},{a},{b},{c}\n" for kind, rows in (("send", sends), ("claim", claims))
+                           for a, b, c in rows.tolist()))
+    read_sends, read_claims = read_samples(log)
+    assert (read_sends == sends).all() and (read_claims == claims).all()
+
+    reference = PhaseTally(1.0, 2.0, (("producer", "enqueue"), ("consumer", "claim")))
+    for i, b, d in sends.tolist():
+        reference.open_loop_send("producer", "enqueue", i, b, d)
+    for i, _, returned in claims.tolist():
+        if (phase := reference.phase_of(i)) is not None:
+            reference.record_us("consumer", "claim", "end_to_end", phase, (returned - i) / 1000)
+        if (claimed_in := reference.phase_of(returned)) is not None:
+            reference.counts[("consumer", "claim", claimed_in)]["ops"] += 1
+            reference.counts[("consumer", "claim", claimed_in)]["items"] += 1
+            reference.per_second[("consumer", "claim", claimed_in, int(returned // 1e9))]["items"] += 1
+    burn = PhaseTally(1.0, 2.0, (("tool", "claim"),))
+    for b, returned in sorted({(b, r) for _, b, r in claims.tolist()}):
+        if (phase := burn.phase_of(returned)) is not None:
+            burn.counts[("tool", "claim", phase)]["ops"] += 1
+            burn.record_us("tool", "claim", "service_time", phase, (returned - b) / 1000)
+    for _, _, returned in claims.tolist():
+        if (phase := burn.phase_of(returned)) is not None:
+            burn.counts[("tool", "claim", phase)]["items"] += 1
+            burn.per_second[("tool", "claim", phase, int(returned // 1e9))]["items"] += 1
+
+    for fast, slow in ((samples_result(read_sends, read_claims, 1000.0, 2, 2, warmup_s=1, duration_s=2), reference),
+                       (burn_down_result(read_claims, 2, 1.0, 2.0), burn)):
+        counts = {key: {k: v for k, v in value.items() if k != "missed"} for key, value in fast.counts.items()}
+        assert counts == {key: {k: v for k, v in value.items() if k != "missed"} for key, value in slow.counts.items()}
+        pd.testing.assert_frame_equal(fast.timeseries, slow.frame(), check_dtype=False)
+        assert set(fast.histograms) == set(slow.histograms)
+        for key, histogram in slow.histograms.items():
+            assert [fast.histograms[key].get_value_at_percentile(p) for p in (1, 50, 99, 100)] == \
+                [histogram.get_value_at_percentile(p) for p in (1, 50, 99, 100)], key
+            assert fast.histograms[key].get_total_count() == histogram.get_total_count()

@@ -41,13 +41,10 @@ def test_every_queue_figure_is_saved_as_png_and_svg(tmp_path: Path):
     latency = pd.DataFrame({"variant": ["pgmq batch=1", "redis_reliable batch=1"],
                             "durability_class": ["per_commit", "none"], "offered_per_s": [1000.0, 1000.0],
                             "send_to_claim_p99_ms": [3.0, 1.0], "send_to_claim_p50_ms": [1.0, 0.5], "sustained": [True, False]})
-    cliff = pd.DataFrame({"variant": ["pgmq batch=1"] * 2, "durability_class": ["per_commit"] * 2,
-                          "offered_per_s": [2000.0, 3000.0], "consumed_per_s": [2000.0, 2400.0],
-                          "failed": ["", "achieved 80 %"]})
     paths = saved_charts({"throughput": sweep_table(), "steady": sweep_table(), "latency": latency,
-                                "cliff_points": cliff, "dead_tuples": pd.DataFrame()}, tmp_path)
+                                "dead_tuples": pd.DataFrame()}, tmp_path)
     names = {p.name for p in paths}
-    for stem in ("queue-consumer-sweep", "queue-steady-state", "queue-latency", "queue-cliff"):
+    for stem in ("queue-consumer-sweep", "queue-steady-state", "queue-latency"):
         assert {f"{stem}.png", f"{stem}.svg"} <= names
     assert "queue-dead-tuples.png" not in names  # no data, no chart
 

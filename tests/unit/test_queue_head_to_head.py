@@ -11,14 +11,6 @@ import pytest
 from pglimits_core.analysis.verdict import INSIDE_BAND, LOAD_LIMITED, NOT_COMPARABLE, NOT_RECORDED
 from pglimits_core.workloads.queue import ceiling_tools
 from pglimits_core.workloads.queue.ceiling import CEILING_TOOLS, SessionPgbenchLoad
-from pglimits_core.workloads.queue.ceiling_tables import (
-    ceiling_table,
-    cpu_agreement,
-    cpu_split_trusted,
-    derivation,
-    harness_bench_table,
-    server_cpu_us_per_job,
-)
 from pglimits_core.workloads.queue.head_to_head import (
     cannot_reach,
     latency_verdicts,
@@ -29,6 +21,13 @@ from pglimits_core.workloads.queue.points import variant
 from pglimits_core.workloads.queue.readme import harness_bench_lines, headline_table, kept_up_lines
 from pglimits_core.workloads.queue.seed import CLAIMS, comparison_table
 from pglimits_core.workloads.queue.systems.pgmq import DELETE_SQL, READ_SQL
+from pglimits_core.workloads.queue.tool_tables import (
+    cpu_agreement,
+    cpu_split_trusted,
+    derivation,
+    harness_bench_table,
+    server_cpu_us_per_job,
+)
 
 
 def sweep_row(variant_: str, consumers: int, jobs: float, cpu: float | None, bound: bool | None = False,
@@ -141,7 +140,7 @@ def test_the_headline_and_who_kept_up_say_k_of_n_runs():
                            + [latency_run("pg_delete batch=1", 5000, 5000.0, False)] * 3)
     sweep = pd.DataFrame([sweep_row(name, 1, 1000, None) for name in latency.variant.unique()])
     cells = headline_table({"throughput": sweep,
-                            "steady": pd.DataFrame(), "latency": latency, "cliff": pd.DataFrame()})
+                            "steady": pd.DataFrame(), "latency": latency})
     shown = cells.set_index("variant")["send → claim p99 ms at 5,000/s"]
     assert shown["redis_reliable batch=10 pipeline=10"] == "220.00 (40.00–400.00) (sustained in 2 of 3 runs)"
     assert shown["pg_delete batch=1"] == "not sustained (0 of 3 runs)"
@@ -150,7 +149,7 @@ def test_the_headline_and_who_kept_up_say_k_of_n_runs():
 
 
 def test_records_without_the_new_experiments_say_so_and_never_crash():
-    assert ceiling_table(pd.DataFrame({"experiment": ["throughput"], "run_id": ["a"]})).empty
+    assert harness_bench_table(pd.DataFrame({"experiment": ["throughput"], "run_id": ["a"]})).empty
     assert harness_bench_table(pd.DataFrame()).empty
     assert "not measured in these records" in harness_bench_lines(None)[0]
     assert "not measured in these records" in harness_bench_lines(pd.DataFrame())[0]

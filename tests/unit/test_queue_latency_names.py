@@ -8,11 +8,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from pglimits_core.workloads.queue import latency_names
-from pglimits_core.workloads.queue.charts import cliff_chart, latency_chart
+from pglimits_core.workloads.queue.charts import latency_chart
 from pglimits_core.workloads.queue.decision import TARGET, latency_cells
 from pglimits_core.workloads.queue.readme import HOW_TO_READ, headline_table
 from pglimits_core.workloads.queue.report import CAPTIONS, CLIENT_BOUND_NOTE
-from pglimits_core.workloads.queue.tables import cliff_points, latency_table
+from pglimits_core.workloads.queue.tables import latency_table
 from tests.unit.test_queue_head_to_head import sweep_row
 from tests.unit.test_queue_tables import frame, latency_rows
 
@@ -44,22 +44,13 @@ def test_the_latency_table_reads_the_recorded_kind_and_shows_send_to_claim():
     assert not [column for column in table.columns if said_old_name(column)]
 
 
-def test_cliff_probes_are_judged_on_send_to_claim_under_its_own_name():
-    rows = [{**row, "experiment": "cliff", "slo": {"p99_bound_us": 2_000.0}}
-            for row in latency_rows("a", "pg_delete batch=1", "per_commit")]
-    probes = cliff_points(frame(rows))
-    assert probes.iloc[0].send_to_claim_p99_ms == 3.0 and probes.iloc[0].failed == "p99 3000 µs > bound 2000 µs"
-    assert not [column for column in probes.columns if said_old_name(column)]
-
-
 def test_captions_and_readme_say_what_the_two_ends_are():
     for text in (CAPTIONS["latency"], CLIENT_BOUND_NOTE, HOW_TO_READ):
         assert "send → claim" in text and not said_old_name(text.replace("not end to end", ""))
     assert "scheduled send" in CAPTIONS["latency"] and "ack" in CAPTIONS["latency"]
     assert "scheduled send" in HOW_TO_READ and "before its ack" in HOW_TO_READ
-    assert "send → claim" in CAPTIONS["cliff"] and "send → claim" in CAPTIONS["cliff_points"]
     head = headline_table({"throughput": pd.DataFrame([sweep_row("pgmq batch=1", 1, 100.0, None)]),
-                           "steady": pd.DataFrame(), "cliff": pd.DataFrame(),
+                           "steady": pd.DataFrame(),
                            "latency": pd.DataFrame(latency_runs("pgmq batch=1", [3.0]))})
     assert "send → claim p99 ms at 1,000/s" in head.columns
     assert not [column for column in head.columns if said_old_name(column)]
@@ -71,9 +62,4 @@ def test_the_figures_label_the_axis_and_title_send_to_claim():
     assert ax.get_ylabel() == "send → claim latency (ms)\nfrom the scheduled send"
     assert "send → claim" in ax.get_title() and "scheduled send" in ax.get_title()
     assert not said_old_name(ax.get_title() + ax.get_ylabel())
-    plt.close(figure)
-    probes = pd.DataFrame({"variant": ["pgmq batch=1"], "durability_class": ["per_commit"],
-                           "offered_per_s": [2000.0], "consumed_per_s": [2000.0], "failed": [""]})
-    figure = cliff_chart(probes)
-    assert "send → claim p99" in figure.axes[0].get_title()
     plt.close(figure)

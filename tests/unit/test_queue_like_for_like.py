@@ -58,7 +58,7 @@ def test_a_rate_the_producers_never_offered_is_load_limited_everywhere():
     assert set(judged.verdict_class) == {LOAD_LIMITED}
     assert "the producers offered only 3,600 of 5,000 msg/s" in judged.verdict_why.iloc[0]
     sweep = pd.DataFrame([sweep_row(v, 4, 1000, None) for v in (PG_B10, REDIS_P10)])
-    cells = headline_table({"throughput": sweep, "steady": pd.DataFrame(), "latency": runs, "cliff": pd.DataFrame()})
+    cells = headline_table({"throughput": sweep, "steady": pd.DataFrame(), "latency": runs})
     shown = cells.set_index("variant")["send → claim p99 ms at 5,000/s"]
     assert shown[PG_B10] == "not decided: load-limited (the producers offered only 3,600 of 5,000 msg/s)"
     line, = [text for text in kept_up_lines(runs) if text]
@@ -81,8 +81,7 @@ def test_a_not_sustained_cell_says_which_side_fell_short():
     mixed = [latency_run(REDIS_P10, 1000, a, 500, 900.0) for a in (990, 990, 600)]
     runs = pd.DataFrame(consumers + mixed)
     sweep = pd.DataFrame([sweep_row(v, 4, 1000, None) for v in (PG_B10, REDIS_P10)])
-    shown = headline_table({"throughput": sweep, "steady": pd.DataFrame(), "latency": runs,
-                            "cliff": pd.DataFrame()}).set_index("variant")["send → claim p99 ms at 1,000/s"]
+    shown = headline_table({"throughput": sweep, "steady": pd.DataFrame(), "latency": runs}).set_index("variant")["send → claim p99 ms at 1,000/s"]
     assert shown[PG_B10] == "not sustained (0 of 3 runs; consumers short)"
     assert shown[REDIS_P10] == "not sustained (0 of 3 runs; producers short in 1, consumers short in 2)"
 

@@ -9,7 +9,6 @@ from pglimits_core.workloads.queue.health import resources_table
 from pglimits_core.workloads.queue.readme import headline_table
 from pglimits_core.workloads.queue.tables import (
     any_verdict,
-    cliff_table,
     latency_table,
     throughput_table,
 )
@@ -36,7 +35,7 @@ def frame(*runs: list[dict]) -> pd.DataFrame:
 def headline(sweep: pd.DataFrame, steady: pd.DataFrame | None = None) -> pd.DataFrame:
     empty = pd.DataFrame()
     return headline_table({"throughput": sweep, "steady": empty if steady is None else steady,
-                           "latency": EMPTY_LATENCY, "cliff": empty})
+                           "latency": EMPTY_LATENCY})
 
 
 def test_burn_down_runs_that_ran_out_of_backlog_are_left_out_and_not_counted():
@@ -144,20 +143,6 @@ def test_resources_put_idle_polls_beside_cpu_per_message(tmp_path):
     assert row.server_cpu_us_per_msg_with_polling == 400.0
     assert row.idle_polls_per_s == 1500.0 and row.idle_polls_per_msg == 1.5
     assert row.worker_busy_events == 7
-
-
-def cliff_probe(rate: float, failed: str = "") -> dict:
-    return {"variant": "pg_delete batch=1", "durability_class": "per_commit", "offered_per_s": rate,
-            "failed": failed}
-
-
-def test_a_rate_holds_only_if_every_probe_at_it_passed_and_no_lower_rate_failed():
-    probes = pd.DataFrame([cliff_probe(2000.0), cliff_probe(2000.0), cliff_probe(2000.0),
-                           cliff_probe(3000.0), cliff_probe(3000.0, "p99 60 ms > 50 ms"), cliff_probe(3000.0),
-                           cliff_probe(3500.0)])  # a lucky pass above the failure
-    row = cliff_table(probes).iloc[0]
-    assert (row.sustainable_per_s, row.first_failed_per_s) == (2000.0, 3000.0)
-    assert row.why_failed == "p99 60 ms > 50 ms" and (row.probes, row.probes_per_rate) == (7, 3)
 
 
 def test_a_failed_run_gives_no_number_to_any_table():

@@ -148,22 +148,30 @@ class _Tally(PhaseTally):
 
     def deliver(self, intended_ms: int, delivery_us: int) -> None:
         """One first receipt of a message meant for the window (psload logs no other)."""
-        self.record_us("subscriber", "receive", "delivery", "measure", delivery_us)
+        self.deliver_all(np.array([intended_ms], dtype=np.int64), np.array([delivery_us], dtype=np.int64))
+
+    def publish_all(self, sends: np.ndarray) -> None:
+        """``publish`` of every row (intended, began, done ns)."""
+        self.open_loop_sends("publisher", "publish", sends[:, 0], sends[:, 1], sends[:, 2])
+
+    def deliver_all(self, intended_ms: np.ndarray, delivery_us: np.ndarray) -> None:
+        """``deliver`` of every row: delivery latencies into the window's histogram, each receipt
+        counted in the phase (and second) it arrived in."""
+        self.record_many_us("subscriber", "receive", "delivery", "measure", delivery_us.astype(np.float64))
         received_ns = intended_ms * 1e6 + delivery_us * 1e3
-        if (phase := self.phase_of(received_ns)) is not None:
-            self.counts[("subscriber", "receive", phase)]["ops"] += 1
-            self.counts[("subscriber", "receive", phase)]["items"] += 1
-            self.per_second[("subscriber", "receive", phase, int(received_ns // 1e9))]["items"] += 1
+        for phase, inside in self.phase_masks(received_ns).items():
+            count = self.counts[("subscriber", "receive", phase)]
+            count["ops"] += int(np.count_nonzero(inside))
+            count["items"] += int(np.count_nonzero(inside))
+            self.count_per_second("subscriber", "receive", phase, "items", received_ns[inside])
 
 
 def samples_result(sends: np.ndarray, deliveries: np.ndarray, rate: float, publishers: int, subscribers: int,
                    warmup_s: float, duration_s: float) -> RunResult:
     """The run's summary material from every publish and every delivery (the module docstring)."""
     tally = _Tally(warmup_s, duration_s)
-    for intended, began, done in sends.tolist():
-        tally.publish(intended, began, done)
-    for intended_ms, delivery_us in deliveries.tolist():
-        tally.deliver(intended_ms, delivery_us)
+    tally.publish_all(sends.astype(np.int64).reshape(-1, 3))
+    tally.deliver_all(*deliveries.astype(np.int64).reshape(-1, 2).T)
     names = tuple(p.name for p in tally.phases)
     roles = [RoleInfo("publisher", "publish", "open" if rate else "closed", publishers, offered_rate=rate or None,
                       active_phases=names),

@@ -22,9 +22,10 @@ closed loop, an empty claim sleeping 1 ms. Every send and every claimed message 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from pglimits_core.config import PROJECT_ROOT
 from pglimits_core.load.tools.process import (
@@ -166,14 +167,16 @@ def burn_down_result(claims: list[tuple[int, int, int]], consumers: int, warmup_
     messages; ops: claims), and each claim's round trip as its closed-loop ``service_time`` — role
     ``tool``, as a C tool's ceiling (pgbench's) is recorded."""
     tally = PhaseTally(warmup_s, duration_s, (("tool", "claim"),))
-    for began, returned in sorted({(began, returned) for _, began, returned in claims}):
-        if (phase := tally.phase_of(returned)) is not None:
-            tally.counts[("tool", "claim", phase)]["ops"] += 1
-            tally.record_us("tool", "claim", "service_time", phase, (returned - began) / 1000)
-    for _, _, returned in claims:
-        if (phase := tally.phase_of(returned)) is not None:
-            tally.counts[("tool", "claim", phase)]["items"] += 1
-            tally.per_second[("tool", "claim", phase, int(returned // 1e9))]["items"] += 1
+    claims = as_rows(claims)
+    # a claim of a batch logs each of its messages: one round trip per distinct (began, returned)
+    trips = np.unique(claims[:, 1:], axis=0)
+    for phase, inside in tally.phase_masks(trips[:, 1]).items():
+        tally.counts[("tool", "claim", phase)]["ops"] += int(np.count_nonzero(inside))
+        tally.record_many_us("tool", "claim", "service_time", phase, (trips[inside, 1] - trips[inside, 0]) / 1000)
+    returned = claims[:, 2]
+    for phase, inside in tally.phase_masks(returned).items():
+        tally.counts[("tool", "claim", phase)]["items"] += int(np.count_nonzero(inside))
+        tally.count_per_second("tool", "claim", phase, "items", returned[inside])
     # empty claims inside the window: the backlog ran out, so the rate is the prefill's (a floor)
     tally.counts[("tool", "claim", "measure")]["idle_polls"] = idle_polls_in_window
     names = tuple(p.name for p in tally.phases)
@@ -186,18 +189,22 @@ def _go_seconds(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-LINE = re.compile(r"^(send|claim),(-?\d+),(-?\d+),(-?\d+)$")
+def read_samples(path) -> tuple[np.ndarray, np.ndarray]:
+    """(sends, claims) as rows of (intended, began, done) ns since qload's start (its CSV:
+    kind,intended_ns,began_ns,done_ns)."""
+    import pandas as pd
+
+    if path.stat().st_size == 0:  # nothing sent or claimed
+        return np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3), dtype=np.int64)
+    rows = pd.read_csv(path, header=None, names=["kind", "intended", "began", "done"],
+                       dtype={"kind": str, "intended": np.int64, "began": np.int64, "done": np.int64})
+    return tuple(rows.loc[rows.kind == kind, ["intended", "began", "done"]].to_numpy(np.int64)
+                 for kind in ("send", "claim"))
 
 
-def read_samples(path) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
-    """(sends, claims) as (intended, began, done) ns since qload's start."""
-    sends, claims = [], []
-    for line in path.read_text().splitlines():
-        if (found := LINE.match(line)) is None:
-            continue
-        row = (int(found.group(2)), int(found.group(3)), int(found.group(4)))
-        (sends if found.group(1) == "send" else claims).append(row)
-    return sends, claims
+def as_rows(events: Any) -> np.ndarray:
+    """Events as an (n, 3) int64 array (a list of tuples, or already an array)."""
+    return np.asarray(events, dtype=np.int64).reshape(-1, 3)
 
 
 class _Tally(PhaseTally):
@@ -206,28 +213,27 @@ class _Tally(PhaseTally):
     def __init__(self, warmup_s: float, duration_s: float):
         super().__init__(warmup_s, duration_s, (("producer", "enqueue"), ("consumer", "claim")))
 
-    def send(self, intended: int, began: int, done: int) -> None:
-        self.open_loop_send("producer", "enqueue", intended, began, done)
-
-    def claim(self, intended: int, returned: int) -> bool:
-        """One claimed message; True when its intended send lies in the measured window."""
-        if (phase := self.phase_of(intended)) is not None:
-            self.record_us("consumer", "claim", "end_to_end", phase, (returned - intended) / 1000)
-        if (claimed_in := self.phase_of(returned)) is not None:
-            self.counts[("consumer", "claim", claimed_in)]["ops"] += 1
-            self.counts[("consumer", "claim", claimed_in)]["items"] += 1
-            self.per_second[("consumer", "claim", claimed_in, int(returned // 1e9))]["items"] += 1
-        return phase == "measure"
+    def claims(self, intended: np.ndarray, returned: np.ndarray) -> int:
+        """Every claimed message: send → claim by the phase of its intended send, counted by the
+        phase (and second) it was claimed in; returns how many were sent in the measured window."""
+        for phase, inside in self.phase_masks(intended).items():
+            self.record_many_us("consumer", "claim", "end_to_end", phase, (returned[inside] - intended[inside]) / 1000)
+        for phase, inside in self.phase_masks(returned).items():
+            count = self.counts[("consumer", "claim", phase)]
+            count["ops"] += int(np.count_nonzero(inside))
+            count["items"] += int(np.count_nonzero(inside))
+            self.count_per_second("consumer", "claim", phase, "items", returned[inside])
+        return int(np.count_nonzero(self.phase_masks(intended)["measure"]))
 
 
 def samples_result(sends: list[tuple[int, int, int]], claims: list[tuple[int, int, int]], rate: float,
                    producers: int, consumers: int, warmup_s: float, duration_s: float) -> RunResult:
     """The run's summary material from every send and claim (see the module docstring)."""
     tally = _Tally(warmup_s, duration_s)
-    for intended, began, done in sends:
-        tally.send(intended, began, done)
-    measured_sent = sum(1 for intended, _, _ in sends if tally.phase_of(intended) == "measure")
-    claimed_of_window = sum(tally.claim(intended, returned) for intended, _, returned in claims)
+    sends, claims = as_rows(sends), as_rows(claims)
+    tally.open_loop_sends("producer", "enqueue", sends[:, 0], sends[:, 1], sends[:, 2])
+    measured_sent = int(np.count_nonzero(tally.phase_masks(sends[:, 0])["measure"]))
+    claimed_of_window = tally.claims(claims[:, 0], claims[:, 2])
     tally.counts[("consumer", "claim", "measure")]["missed"] = max(0, measured_sent - claimed_of_window)
     names = tuple(p.name for p in tally.phases)
     roles = [RoleInfo("producer", "enqueue", "open", producers, offered_rate=rate, active_phases=names),

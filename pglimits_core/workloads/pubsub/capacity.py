@@ -139,8 +139,23 @@ def capacity_table_of(frame: Any) -> Any:
         return frame.iloc[0:0]
     records = records_at(frame[frame.experiment == EXPERIMENT].path)
     table = capacity_table(records, reading, items_per_s)
-    return with_deliveries(table, {r["manifest"]["params"]["variant"]: r["manifest"]["params"]["subscribers"]
-                                   for r in records})
+    table = with_deliveries(table, {r["manifest"]["params"]["variant"]: r["manifest"]["params"]["subscribers"]
+                                    for r in records})
+    return table.assign(ceiling_delivery_p99_ms=table.variant.map(ceiling_delivery_p99_ms(records)))
+
+
+def ceiling_delivery_p99_ms(records: list[dict[str, Any]]) -> dict[str, float]:
+    """Per design, the median delivery p99 of its ceiling windows (publishers flat out: what the
+    source's flat-out figure measured), where every window recorded one."""
+    from statistics import median
+
+    found: dict[str, list[float | None]] = {}
+    for record in records:
+        params = record["manifest"]["params"]
+        if params.get("stage") == "ceiling" and record["manifest"]["status"] == "complete":
+            delivery = (params.get("outcome") or {}).get("delivery") or {}
+            found.setdefault(params["variant"], []).append(delivery.get("p99_ms"))
+    return {variant: median(p99s) for variant, p99s in found.items() if p99s and None not in p99s}
 
 
 def with_deliveries(table: Any, subscribers: dict[str, int]) -> Any:

@@ -1,9 +1,9 @@
 """The pub/sub study's plan: every point a profile's ``pubsub:`` section asks for, in run order.
 
 Repetitions are rounds over every variant (drift on the shared box spreads over all systems);
-the rate searches follow, then the failure modes (commit serialization, idle listeners, the
-stuck subscriber, the largest payload), once each, the C tools' publish ceiling, and last the
-capacity experiment (``capacity.py``: per design its ceiling and the rate holding each target).
+then the failure modes (commit serialization, idle listeners, the stuck subscriber, the largest
+payload), once each, and last the capacity experiment (``capacity.py``: per design its ceiling
+and the rate holding each target).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.experiments.capacity import capacity_points
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.pubsub.capacity import pubsub_designs
-from pglimits_core.workloads.pubsub.ceiling import ceiling_points
 from pglimits_core.workloads.pubsub.failures import (
     COMMIT_MODES,
     commit_point,
@@ -22,10 +21,9 @@ from pglimits_core.workloads.pubsub.failures import (
     payload_point,
     stuck_point,
 )
-from pglimits_core.workloads.pubsub.points import PubsubVariant, cliff, fanout_point, variant
+from pglimits_core.workloads.pubsub.points import PubsubVariant, fanout_point, variant
 
-FILTERED = ("cliff", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit", "ceiling",
-            "capacity")
+FILTERED = ("commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit", "capacity")
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
@@ -36,10 +34,9 @@ def plan(section: Any, profile: Any) -> list[Point]:
     for repetition in range(section.repetitions):
         for v in variants:
             points += fanout_points(section, v, repetition)
-    points += [cliff_point(section.cliff, v) for v in chosen(section.cliff, variants)]
     return (points + commit_points(section.commit_serialization, variants)
             + idle_points(section.idle_listeners, variants) + stuck_points(section.stuck_subscriber, variants)
-            + payload_points(section.payload_limit, variants) + ceiling_points(section.ceiling, variants)
+            + payload_points(section.payload_limit, variants)
             + capacity_points(section.capacity.plan() if section.capacity else None,
                               pubsub_designs(section.capacity, variants)))
 
@@ -85,11 +82,6 @@ def fanout_points(section: Any, v: PubsubVariant, repetition: int) -> list[Point
                          extra_params={"repetition": repetition})
                    for n in sweep.subscribers for rate in rates]
     return points
-
-
-def cliff_point(cl: Any, v: PubsubVariant) -> Point:
-    return point("cliff", v, cliff, subscribers=cl.subscribers, publishers=cl.publishers, start_rate=cl.start_rate,
-                 probe_s=cl.probe_s, p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes, repeats=cl.repeats)
 
 
 def commit_points(cs: Any, variants: list[PubsubVariant]) -> list[Point]:

@@ -30,8 +30,6 @@ from pglimits_core.load import (
     PointResult,
     Role,
     RunSpec,
-    Slo,
-    search_rate,
 )
 from pglimits_core.samplers.memory import server_memory
 from pglimits_core.studies.runner import RecordedRun, run_recorded
@@ -218,23 +216,6 @@ def judge(ledger: Path, duration_s: float, watch: ServerWatch | None, limits: di
             "subscriber_errors": {s["subscriber"]: s["error"] for s in subscribers if s.get("error")},
             "disconnects": sum(s.get("disconnects", 0) for s in subscribers),
             "server_watch": watch.summary() if watch else None, "limits": limits}
-
-
-def cliff(run: StudyRun, v: PubsubVariant, subscribers: int, publishers: int, start_rate: float, probe_s: float,
-          p99_bound_ms: float, max_probes: int, repeats: int, payload_bytes: int = 64):
-    """The highest publish rate (messages/s) at which every subscriber gets everything with a
-    delivery p99 under the bound; every probe is a recorded fan-out point ("cliff")."""
-    slo = Slo(p99_bound_us=p99_bound_ms * 1000, min_achieved_fraction=0.95, max_backlog_growth=0.001)
-
-    def measure_at(rate: float) -> PointResult:
-        probe = fanout_point(run, v, subscribers, publishers, rate, probe_s, warmup_s=1.0,
-                             payload_bytes=payload_bytes, experiment="cliff", extra_params={"slo": vars(slo)})
-        outcome = probe.extra
-        if probe.status != "complete" or not outcome:  # a failed probe never holds a rate
-            return PointResult(offered=rate, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": probe.error})
-        return point_result(outcome, rate)
-
-    return search_rate(measure_at, slo, start_rate=start_rate, max_probes=max_probes, repeats=repeats)
 
 
 def point_result(outcome: dict[str, Any], rate: float) -> PointResult:

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
-from pglimits_core.profiles import CapacitySpec, CliffSearch, ForVariants, Strict
+from pglimits_core.profiles import CapacitySpec, ForVariants, Strict
 
 
 class FanoutSweep(ForVariants):
@@ -20,13 +20,6 @@ class FanoutSweep(ForVariants):
     payload_bytes: PositiveInt = 64
     duration_s: PositiveFloat
     warmup_s: PositiveFloat = 1.0
-
-
-class PubsubCliffSearch(CliffSearch):
-    """The highest publish rate with every message delivered and delivery p99 under the bound."""
-
-    subscribers: PositiveInt = 10
-    publishers: PositiveInt = 1
 
 
 class CommitSerialization(ForVariants):
@@ -81,21 +74,6 @@ class PayloadLimit(ForVariants):
     sizes: list[PositiveInt] = Field(min_length=1)
 
 
-class PubsubCeiling(ForVariants):
-    """Publishing driven by each system's own C tool (``ceiling.py``), closed loop, per publisher
-    count (the tool's clients) and listener count (0: nobody listening, a different ceiling):
-    pgbench for ``warmup_s + duration_s`` whole seconds, redis-benchmark ``requests`` PUBLISHes.
-    Empty ``variants``: every variant whose system has a tool (pg_notify, redis_publish)."""
-
-    publishers: list[PositiveInt] = Field(min_length=1)
-    listeners: list[NonNegativeInt] = Field(default_factory=lambda: [0, 1], min_length=1)
-    payload_bytes: PositiveInt = 64
-    duration_s: PositiveInt = 4
-    warmup_s: NonNegativeInt = 1
-    requests: PositiveInt = 100_000
-    repetitions: PositiveInt = 1
-
-
 class PubsubCapacity(CapacitySpec):
     """``capacity:`` (``experiments.capacity``): the core experiment's knobs plus the load's shape.
     A design per chosen variant and fan-out in ``subscribers``; ``ceiling_clients`` are the
@@ -115,12 +93,10 @@ class PubsubProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
     fanout: list[FanoutSweep] = Field(min_length=1)
-    cliff: PubsubCliffSearch | None = None
     commit_serialization: CommitSerialization | None = None
     #: one setting, or one per group of variants (Redis can hold far more connections than
     #: Postgres's max_connections allows)
     idle_listeners: IdleListeners | list[IdleListeners] | None = None
     stuck_subscriber: StuckSubscriber | None = None
     payload_limit: PayloadLimit | None = None
-    ceiling: PubsubCeiling | None = None
     capacity: PubsubCapacity | None = None

@@ -14,7 +14,6 @@ from pglimits_core.plotting.figures import colour_for as system_colour
 from pglimits_core.plotting.figures import finish as _finish
 from pglimits_core.plotting.figures import line_style_for, sustained_line
 from pglimits_core.plotting.html_report import Section
-from pglimits_core.workloads.pubsub.ceiling_tables import CAPTION as CEILING_CAPTION
 from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
 from pglimits_core.workloads.pubsub.terms import terms_note
 
@@ -65,11 +64,6 @@ CAPTIONS = {
                            "ceiling (a load-limited side whose worst run beat the other's best beyond the band), or "
                            "not decided (both load-limited, a floor below the other side, the limit not recorded, or "
                            "an offered rate both delivered); the server CPU per delivery is shown, never decides",
-    "ceiling": CEILING_CAPTION,
-    "cliff": "The ceiling at the fan-out shown: highest publish rate with everything delivered and delivery p99 under "
-             "the bound (repeated probes near the edge). A failure marked lag-dominated was the publishers falling "
-             "behind on a box shared with the subscribers: the harness's ceiling here, not the server's. Rates within a "
-             "probe step or two of each other, with probes that passed and failed at the same rate, cannot be told apart",
     "commit_serialization": "Commit serialization (Postgres): single-row writers alone; in an explicit "
                             "transaction that also selects a message-sized value (the control: the same round "
                             "trips); notifying in that transaction; and beside a separate NOTIFY publisher. What "
@@ -116,22 +110,6 @@ def fanout_chart(table: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def cliff_chart(points: pd.DataFrame) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for label, group in points.groupby("variant"):
-        group = group.sort_values("offered_rate")
-        ax.plot(group.offered_rate, group.delivery_p99_ms, color=colour_for(label),
-                linestyle=line_style_for(label, points.variant), label=label, alpha=0.6)
-        ax.scatter(group.offered_rate, group.delivery_p99_ms, color=colour_for(label),
-                   marker="o", facecolors=["none" if not p else colour_for(label) for p in group.passed])
-    for bound in sorted(set(points.p99_bound_ms.dropna())):
-        ax.axhline(bound, color="#7f7f7f", linestyle=":", linewidth=1, label=f"p99 bound {bound:g} ms")
-    ax.set(xlabel="offered publish rate (msg/s)", ylabel="delivery p99 (ms)", yscale="log",
-           title="Pub/sub ceiling: every probe (hollow = failed the SLO)")
-    _finish(ax)
-    return fig
-
-
 def commit_chart(table: pd.DataFrame) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     labels = [f"{r.variant}\n{r.mode}" for r in table.itertuples()]
@@ -152,10 +130,7 @@ def sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]) ->
     headline = [(caption, flag_points(tables[key])) for key, caption in captions(tables).items()
                 if key in tables and not tables[key].empty]
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
-    reference = [("Every rate-search probe", flag_points(tables["cliff_points"]))] \
-        if "cliff_points" in tables and not tables["cliff_points"].empty else []
-    return ([Section("Pub/sub: tables", [NOTE], headline), Section("Pub/sub: figures", figures=pngs)],
-            [Section("Pub/sub: every rate-search probe", tables=reference, collapsed=True)] if reference else [])
+    return ([Section("Pub/sub: tables", [NOTE], headline), Section("Pub/sub: figures", figures=pngs)], [])
 
 
 def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -196,13 +171,10 @@ def _behind(row) -> bool:
 def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     lines = [f"{HOW_TO_READ} {links}", "", headline(tables).to_markdown(index=False), ""]
     shown = captions(tables)
-    for key in ("fanout_head_to_head", "ceiling", "cliff", "commit_serialization", "idle_listeners",
-                "stuck_subscriber", "payload_limit"):
+    for key in ("fanout_head_to_head", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit"):
         table = tables.get(key)
         if table is not None and not table.empty:
             lines += [f"{shown[key]}:", "", table.to_markdown(index=False), ""]
-        elif key == "ceiling":
-            lines += ["C-tool ceiling (pgbench pg_notify, redis-benchmark PUBLISH): not measured in these records.", ""]
     return lines
 
 
@@ -217,7 +189,77 @@ SEED_NOTES = ["Pub/sub: the source measured fan-out ×10 on 7 vCPU: Postgres ~11
 
 
 def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The source's Postgres/Redis ratios beside ours (fan-out 10, flat out, batch 1)."""
+    """The source's Postgres/Redis ratios beside ours (fan-out 10, flat out, one message per
+    publish): the capacity experiment's ceilings where it measured both at fan-out 10, else the
+    fan-out sweep's flat-out rows."""
+    rows = capacity_seed_rows(tables.get("capacity"))
+    return pd.DataFrame(rows) if rows else sweep_seed_comparison(tables)
+
+
+SEED_FANOUT = 10
+SEED_SOURCE = "pub/sub fan-out ×10 (7 vCPU)"
+
+
+def capacity_seed_rows(capacity: pd.DataFrame | None) -> list[dict]:
+    """Published/s and delivery p99 at the ceiling (publishers flat out, 3 steady windows) of
+    pg_notify and redis_publish at fan-out 10, judged by the one rule on their Sides; [] without
+    both. A p99 is judged only where both ceilings were the servers' (a load-limited closed loop's
+    latency is the load's)."""
+    from pglimits_core.analysis.seed import judge_sides
+    from pglimits_core.analysis.verdict import decide
+    from pglimits_core.experiments.capacity_cells import ceiling_side
+
+    if capacity is None or capacity.empty or "subscribers" not in capacity:
+        return []
+    at = capacity[pd.to_numeric(capacity.subscribers, errors="coerce") == SEED_FANOUT].drop_duplicates("variant")
+    pg, redis = (at[at.variant.str.startswith(f"{name} batch=1 ")] for name in ("pg_notify", "redis_publish"))
+    if pg.empty or redis.empty:
+        return []
+    pg, redis = pg.iloc[0], redis.iloc[0]
+    a, b = ceiling_side(pg), ceiling_side(redis)
+    seed_rate = SEED["published_per_s"][0] / SEED["published_per_s"][1]
+    ratio, judged, klass = judge_sides(a, b, seed_rate, seed_rate)
+    rows = [_seed_row("published per s (the ceiling: publishers flat out)", "published_per_s",
+                      _ceiling_text(a, pg), _ceiling_text(b, redis), ratio, judged, klass)]
+    p99s = [_number(row.get("ceiling_delivery_p99_ms")) for row in (pg, redis)]
+    seed_p99 = SEED["delivery_p99_ms"][0] / SEED["delivery_p99_ms"][1]
+    p99_ratio = p99s[0] / p99s[1] if None not in p99s and p99s[1] else None
+    if p99_ratio is None:
+        p99_judged = "not measured on both sides"
+    elif a is None or b is None or a.limit != "server" or b.limit != "server":
+        p99_judged = "inconclusive: a ceiling not set by its server (its p99 is the load's)"
+    else:
+        p99_judged = verdict_short(p99_ratio, seed_p99)
+    rows.append(_seed_row("delivery p99 ms (at the ceiling: publishers flat out)", "delivery_p99_ms",
+                          None if p99s[0] is None else round(p99s[0], 2), None if p99s[1] is None else round(p99s[1], 2),
+                          p99_ratio, p99_judged, decide(a, b).klass if a and b else "—"))
+    return rows
+
+
+def _seed_row(figure: str, metric: str, ours_a, ours_b, ratio: float | None, judged: str, klass: str) -> dict:
+    seed_pg, seed_redis = SEED[metric]
+    return {"source": SEED_SOURCE, "figure": figure, "A / B": "pg_notify batch=1 / redis_publish batch=1",
+            "seed A": seed_pg, "seed B": seed_redis, "seed ratio A/B": round(seed_pg / seed_redis, 2),
+            "ours A": ours_a, "ours B": ours_b, "our ratio A/B": None if ratio is None else round(ratio, 2),
+            "verdict": judged, "verdict class": klass}
+
+
+def _ceiling_text(side, row: pd.Series) -> str | None:
+    """"≥ 12,345 messages/s (12,000–12,600 over 3 × 30-s windows, psload; 10 subscribers)"."""
+    if side is None:
+        return None
+    low, high = side.value_range
+    tool = row.get("ceiling_by") if isinstance(row.get("ceiling_by"), str) else "the harness"
+    return (f"{'≥ ' if side.floor else ''}{side.value:,.0f} messages/s ({low:,.0f}–{high:,.0f} over "
+            f"{int(row.ceiling_runs)} × {float(row.ceiling_s):g}-s windows, {tool}; limit: {side.limit})")
+
+
+def _number(value) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def sweep_seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Records without the capacity experiment: the fan-out sweep's flat-out rows at fan-out 10."""
     fanout = tables.get("fanout", pd.DataFrame())
     if fanout.empty:
         return pd.DataFrame()
@@ -231,7 +273,7 @@ def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         ours = a / b if a is not None and b and not pd.isna(a) and not pd.isna(b) else None
         bound = any(v is True or v is np.True_ for v in flat.client_bound) if len(flat) else False
         busy = int(flat.busy_neighbour_runs.sum()) if "busy_neighbour_runs" in flat else 0
-        rows.append({"source": "pub/sub fan-out ×10 (7 vCPU)", "figure": metric.replace("_", " "),
+        rows.append({"source": SEED_SOURCE, "figure": metric.replace("_", " "),
                      "A / B": f"{pg} / {redis}", "seed A": seed_pg, "seed B": seed_redis,
                      "seed ratio A/B": round(seed_pg / seed_redis, 2),
                      "ours A": None if a is None else round(float(a), 2), "ours B": None if b is None else round(float(b), 2),

@@ -19,8 +19,6 @@ from pglimits_core.analysis.runs import (
     runs_limit,
     trusted,
 )
-from pglimits_core.load.ratesearch import Slo, sustainable_rate
-from pglimits_core.workloads.pubsub.ceiling_tables import ceiling_table
 from pglimits_core.workloads.pubsub.failures import COMMIT_MODES
 from pglimits_core.workloads.pubsub.head_to_head import head_to_head_table
 from pglimits_core.workloads.pubsub.ledger import lost_ranges_text
@@ -76,15 +74,6 @@ def _spread(values: pd.Series, digits: int = 2) -> str:
     if len(values) == 1:
         return f"{values.iloc[0]:.{digits}f}"
     return f"{values.median():.{digits}f} ({values.min():.{digits}f}–{values.max():.{digits}f})"
-
-
-def verdict_text(values: pd.Series) -> str:
-    """Client-bound over several runs, without hiding the runs that had no verdict."""
-    known = [bool(v) for v in values if v is not None and not pd.isna(v)]
-    parts = [f"yes in {sum(known)} of {len(values)}" if any(known) else "no"] if known else []
-    if len(values) > len(known):
-        parts.append(f"cannot tell in {len(values) - len(known)}")
-    return "; ".join(parts) or "—"
 
 
 def _any(values: pd.Series) -> bool | None:
@@ -245,46 +234,6 @@ def _per_1k(group: pd.DataFrame, column: str) -> float | None:
     return per.median() if per.notna().any() else None
 
 
-def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
-    """Every probe of the rate search, with the SLO judged again from its record."""
-    from pglimits_core.workloads.pubsub.points import point_result
-
-    pubs = _role(frame, "cliff", "publisher")
-    if pubs.empty:
-        return pd.DataFrame()
-    rows = []
-    for _, row in pubs.iterrows():
-        slo = Slo(**row.slo) if isinstance(row.slo, dict) else Slo(p99_bound_us=float("inf"))
-        failed = slo.failure(point_result(row.outcome, row.rate)) if row.outcome else "no outcome"
-        lag = row.get("schedule_lag_p99_ms")
-        lagged = lag_dominated(lag, row.delivery_p99)
-        rows.append({"variant": row.variant, "subscribers": row.subscribers, "offered_rate": row.rate,
-                     "deliveries_per_s": row.deliveries_per_s, "delivery_p99_ms": row.delivery_p99,
-                     "publisher_lag_p99_ms": lag, "delivered_ratio": row.delivered_ratio,
-                     "p99_bound_ms": slo.p99_bound_us / 1000, "passed": failed is None,
-                     "failed": (failed or "") + (" — lag-dominated: the publishers fell behind" if failed and lagged else ""),
-                     "cpu_unexplained": busy_neighbour(row.get("other_cpu_pct")),
-                     "client_bound": row.client_bound})
-    return pd.DataFrame(rows).sort_values(["variant", "offered_rate"]).reset_index(drop=True)
-
-
-def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
-    """Per variant: the highest rate that passed every probe and lies below every failure."""
-    if points.empty:
-        return pd.DataFrame()
-    rows = []
-    for label, group in points.groupby("variant"):
-        verdicts = list(zip(group.offered_rate, group.passed, strict=True))
-        failed = group[~group.passed]
-        rows.append({"variant": label, "subscribers": group.subscribers.iloc[0],
-                     "sustainable_rate": sustainable_rate(verdicts),
-                     "first_failure": failed.offered_rate.min() if len(failed) else None,
-                     "why": failed.sort_values("offered_rate").failed.iloc[0] if len(failed) else "",
-                     "probes": len(group), "probes_cpu_unexplained": int(group.cpu_unexplained.sum()),
-                     "client_bound": verdict_text(group.client_bound)})
-    return pd.DataFrame(rows)
-
-
 def commit_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The writers' transactions/s and p99 per mode; notifications published beside them."""
     writers = _role(frame, "commit_serialization", "writer")
@@ -392,8 +341,7 @@ def payload_limit_text(largest: int | None, refused: int | None) -> str:
 
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    points, fanout = cliff_points(frame), fanout_table(frame)
+    fanout = fanout_table(frame)
     return {"fanout": fanout, "fanout_head_to_head": head_to_head_table(fanout),
-            "ceiling": ceiling_table(frame, fanout), "cliff": cliff_table(points), "cliff_points": points,
             "commit_serialization": commit_table(frame), "idle_listeners": idle_table(frame),
             "stuck_subscriber": stuck_table(frame), "payload_limit": payload_table(frame)}

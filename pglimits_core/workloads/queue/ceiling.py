@@ -1,24 +1,20 @@
-"""The ``ceiling`` experiment: the queue's statements driven by each system's own C tool.
+"""The queue's statements driven by each system's own C tool: one run record per call, on a
+prefilled, settled queue (the throughput points' prefill and settle) — pgbench for the Postgres
+designs (SKIP LOCKED two-phase and delete-mode at any batch, pgmq's read + delete or archive; a
+``synchronous_commit`` option is the tool's session setting through ``PGOPTIONS``, as the adapter
+sets it per session), qload's burn-down or redis-benchmark for the Redis reliable queue — the same
+samplers, the tool's name, version and exact command lines in the manifest. The capacity
+experiment's ceilings (``CAPACITY_TOOLS``) and the harness benchmark (``CEILING_TOOLS``) run here.
 
-Per variant and client count, one run record: pgbench on a prefilled, settled queue (the
-throughput points' prefill and settle) for the Postgres designs (SKIP LOCKED two-phase and
-delete-mode at any batch, pgmq's read + delete or archive; a ``synchronous_commit`` option is
-the tool's session setting through ``PGOPTIONS``, as the adapter sets it per session), redis-benchmark
-for the Redis reliable queue — the same samplers, the same client/server CPU split (client =
-the tool's processes), the tool's name, version and exact command lines in the manifest. It
-answers "is the harness the limit?" point by point: the ``ceiling`` table sets each tool rate
-beside the harness's throughput at as many consumers.
-
-A system is here when it has an entry in ``CEILING_TOOLS``; a variant named in the profile's
-``ceiling.variants`` without one is a plan error, and a tool missing from the machine fails
-its points with a one-line reason (the study reports it), never a silent skip.
+A system has a tool when it has an entry in those maps; a variant named in a section's
+``variants`` without one is a plan error, and a tool missing from the machine fails its point
+with a one-line reason (the study reports it), never a silent skip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pglimits_core.errors import PGLimitsError
@@ -26,16 +22,12 @@ from pglimits_core.load.tools import PgbenchLoad, RedisBenchmarkLoad
 from pglimits_core.load.tools.process import ToolCommand
 from pglimits_core.load.tools.qload import QloadBurnDown
 from pglimits_core.studies.runner import RecordedRun, run_tool_recorded
-from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.queue import ceiling_tools as scripts
 from pglimits_core.workloads.queue.points import STUDY, QueueVariant, fresh_queue, prefill
 from pglimits_core.workloads.queue.prefill_size import PrefillSizer, consumed_per_s
 
 if TYPE_CHECKING:
     from pglimits_core.studies.study import StudyRun
-
-EXPERIMENT = "ceiling"
-
 
 #: the variant options a Postgres adapter sets on its session, which the tool's session must share
 SESSION_OPTIONS = ("synchronous_commit",)
@@ -151,18 +143,6 @@ CAPACITY_TOOLS: dict[str, Any] = {**{k: t for k, t in CEILING_TOOLS.items() if i
                                   "redis_reliable": QloadCeiling()}
 
 
-def ceiling_points(section: Any, variants: list[QueueVariant]) -> list[Point]:
-    """Every (variant, clients) point of the profile's ``ceiling:`` section (None: none), in
-    ascending clients: the prefill of each is sized from the variant's earlier tool runs
-    (``prefill_size.py``; ``prefill`` is the cap, a variant's first point's size)."""
-    if section is None:
-        return []
-    sized = partial(ceiling_point, sizer=PrefillSizer())
-    return [point(EXPERIMENT, v, sized, clients=c, duration_s=section.duration_s,
-                  warmup_s=section.warmup_s, prefill_count=section.prefill, requests=section.requests)
-            for v in tool_variants(section, variants, EXPERIMENT) for c in sorted(section.clients)]
-
-
 def tool_variants(section: Any, variants: list[QueueVariant], name: str) -> list[QueueVariant]:
     """The variants ``section`` names (empty: every one whose system has a C tool); naming one
     without a tool is a plan error."""
@@ -175,7 +155,7 @@ def tool_variants(section: Any, variants: list[QueueVariant], name: str) -> list
 
 
 def ceiling_point(run: StudyRun, v: QueueVariant, clients: int, duration_s: int, warmup_s: int,
-                  prefill_count: int, requests: int, recorded_as: str = EXPERIMENT,
+                  prefill_count: int, requests: int, recorded_as: str,
                   sizer: PrefillSizer | None = None, extra_params: dict | None = None,
                   tool: Any = None) -> RecordedRun:
     """One tool run on a fresh queue (prefilled and settled where the tool needs a backlog),

@@ -1,4 +1,4 @@
-"""The queue study's charts: throughput per consumer count, latency at matched rates, the cliff,
+"""The queue study's charts: throughput per consumer count, latency at matched rates,
 the crash drills and dead tuples, each grouped by durability class."""
 
 from __future__ import annotations
@@ -103,27 +103,6 @@ def _latency_points(ax, x: pd.Series, group: pd.DataFrame, variant: str, variant
     sustained_line(ax, x, group.p99, group.sustained, color=colour_for(variant),
                    linestyle=line_style_for(variant, variants), label=f"{variant} p99")
     ax.plot(x, group.p50, marker=".", linestyle="none", color=colour_for(variant))
-
-
-def cliff_chart(points: pd.DataFrame) -> plt.Figure:
-    """Achieved vs offered per rate-search probe, one panel per durability class; red rings =
-    probes that broke the SLO."""
-    fig, panels = class_panels(points)
-    top = points[["offered_per_s", "consumed_per_s"]].max().max() * 1.1
-    for index, (name, rows, ax) in enumerate(panels):
-        ax.plot([0, top], [0, top], color="grey", linewidth=0.8, label="achieved = offered")
-        for variant, group in rows.groupby("variant"):
-            group = group.sort_values("offered_per_s")
-            ax.plot(group.offered_per_s, group.consumed_per_s, marker="o", color=colour_for(variant),
-                    linestyle=line_style_for(variant, points.variant), label=variant)
-            failed = group[group.failed != ""]
-            ax.scatter(failed.offered_per_s, failed.consumed_per_s, s=140, facecolors="none", edgecolors="red")
-        _panel_title(ax, f"The cliff: highest sustainable rate per system (red rings: SLO broken — {NAME} p99\n"
-                         f"{FROM}, achieved rate or backlog growth)", name, index == 0)
-        ax.set(ylabel="consumed rate (msg/s)")
-        _finish(ax)
-    panels[-1][2].set_xlabel("offered rate (msg/s)")
-    return fig
 
 
 CLASS_MARKERS = {"per_commit": "o", "periodic": "s", "none": "^"}

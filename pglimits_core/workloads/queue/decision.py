@@ -6,12 +6,12 @@ queue, within one durability class wherever both were measured in it.
   meets the target when most of its runs were sustained within it (k of n), and the cell is
   decided on that (``target_outcome``), even for load-limited runs; its words say when one
   side's p99 was lower in every run;
-- the highest open-loop rate whose p99 met the bound (the cliff search);
 - the best closed-loop throughput of the measured consumer counts, like for like only: the same
   delivery guarantee (a DELETE claim is at-most-once, Redis's LMOVE+LREM at-least-once) and the
-  same batch, judged on rate by the one rule. A side slower than its own C tool at the same
-  client count beyond the tie band (``harness_capped_by_ceiling``) was limited by the harness,
-  not the server: its figure is a floor.
+  same batch, judged on rate by the one rule.
+
+These are the cells of records without the capacity experiment (``capacity_cells``), whose
+steady windows decide the matrix wherever it was run.
 
 A latency cell whose chosen design's producers never offered the rate (``offered_only``) is no
 verdict on either queue ("not decided here: the harness, not the queue: ..."). Where the server SIGKILL drill lost
@@ -27,7 +27,7 @@ import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, TargetRuns, target_outcome, usable
 from pglimits_core.analysis.runs import runs_limit
-from pglimits_core.analysis.verdict import LOAD, TIE_BAND, Side, limit_from_record
+from pglimits_core.analysis.verdict import Side, limit_from_record
 from pglimits_core.workloads.queue.durability_tables import sigkill_note
 from pglimits_core.workloads.queue.head_to_head import number
 from pglimits_core.workloads.queue.latency_names import FROM, NAME, P99
@@ -47,35 +47,7 @@ DEDICATED_NAME = "Redis"
 
 def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
     recovery = tables.get("recovery")
-    throughput = harness_capped_by_ceiling(tables.get("throughput"), tables.get("ceiling"))
-    return [*latency_cells(tables.get("latency"), recovery), *cliff_cells(tables.get("cliff")),
-            *peak_cells(throughput, recovery)]
-
-
-def harness_capped_by_ceiling(throughput: pd.DataFrame | None, ceiling: pd.DataFrame | None) -> pd.DataFrame | None:
-    """A throughput row whose design's own C tool (pgbench, redis-benchmark) ran the same
-    statements at the same client count faster than the harness by more than the tie band shows
-    that the harness — its per-call latency, which the CPU split cannot see — set that rate, not
-    the server: the row's limit is the load's (its figure a floor), and ``harness_capped`` says
-    by how much. Without a matching tool point the row's own limit stands."""
-    needed = ("variant", "clients", "tool_consume_per_s", "harness_over_tool")
-    if throughput is None or ceiling is None or ceiling.empty or not set(needed) <= set(ceiling.columns):
-        return throughput
-    marked = throughput.copy()
-    marked["harness_capped"] = ""
-    marked["limit"] = [limit_from_record(row) for _, row in throughput.iterrows()]
-    for index, row in marked.iterrows():
-        tool = ceiling[(ceiling["variant"] == row["variant"]) & (ceiling["clients"] == row["consumers"])]
-        ratio = pd.to_numeric(tool["harness_over_tool"], errors="coerce").dropna()
-        if ratio.empty or float(ratio.min()) * TIE_BAND > 1.0:
-            continue
-        best = tool.loc[ratio.idxmin()]
-        marked.at[index, "client_bound"] = True
-        marked.at[index, "limit"] = LOAD
-        marked.at[index, "harness_capped"] = (f"its own {best['tool']} at {int(row['consumers'])} clients: "
-                                              f"{float(best['tool_consume_per_s']):,.0f} jobs/s, the harness "
-                                              f"×{float(best['harness_over_tool']):.2f} of it")
-    return marked
+    return [*latency_cells(tables.get("latency"), recovery), *peak_cells(tables.get("throughput"), recovery)]
 
 
 def _latency_design(variant: str, runs: pd.DataFrame) -> dict:
@@ -153,24 +125,6 @@ def _latency_cell(scale: str, pg: dict | None, ded: dict | None) -> Cell:
     return Cell("queue", scale, TARGET, pg and pg["side"], ded and ded["side"], "latency",
                 figures=(shown(pg), shown(ded)), spread=spread, postgres_meets=meets[0], missing=missing,
                 outcome=outcome)
-
-
-def cliff_cells(cliff: pd.DataFrame | None) -> list[Cell]:
-    """The highest rate within the bound; the cliff search ran one design per system, so its
-    durability classes may differ (the cell says which)."""
-    if not usable(cliff, "variant", "durability_class", "sustainable_per_s", "client_bound"):
-        return []
-    rows = cliff.assign(rate=pd.to_numeric(cliff["sustainable_per_s"], errors="coerce")).dropna(subset=["rate"])
-    pg = _highest(rows[rows["variant"].map(server_of) == "postgres"], "rate")
-    ded = _highest(rows[rows["variant"].map(server_of) == DEDICATED], "rate")
-    if pg is None and ded is None:
-        return []
-    classes = [str(r["durability_class"]) for r in (pg, ded) if r is not None]
-    unjudged = "different durability classes" if len(set(classes)) > 1 else ""
-    return [Cell("queue", f"highest open-loop rate within the bound (cliff search, batch=1 designs only; "
-                 f"durability {' vs '.join(classes)})", TARGET, _side(pg, "rate"), _side(ded, "rate"), "cliff",
-                 unit="msg/s", postgres_meets=pg is not None, missing="a side never met the bound",
-                 unjudged=unjudged)]
 
 
 def peak_cells(throughput: pd.DataFrame | None, recovery: pd.DataFrame | None = None) -> list[Cell]:

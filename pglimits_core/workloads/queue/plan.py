@@ -1,8 +1,8 @@
 """The queue study's plan: every point a profile's ``queue:`` section asks for, in run order.
 
 Repetitions are rounds over every variant (drift on the shared box spreads over all systems);
-the rate searches follow, then the C-tool ceilings (``ceiling.py``: the same statements through
-pgbench and redis-benchmark) and the harness benchmark (``harness_points.py``: harness and tool
+then the capacity experiment (``capacity.py``: per design its ceiling and the rate holding each
+target), the placement check and the harness benchmark (``harness_points.py``: harness and C tool
 back to back), then the consumer-crash drills (after the sweeps, whose records they
 must not disturb), then the backup/restore drills (they back up the live servers, so they come
 before the crash drills), then the server crash drills last: they kill the servers the others measured.
@@ -18,14 +18,12 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.experiments.capacity import capacity_points
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.queue.capacity import queue_designs
-from pglimits_core.workloads.queue.ceiling import ceiling_points
 from pglimits_core.workloads.queue.drills.consumer_crash import EXPERIMENT as CONSUMER_CRASH
 from pglimits_core.workloads.queue.drills.consumer_crash import consumer_crash_point
 from pglimits_core.workloads.queue.harness_points import harness_bench_points
 from pglimits_core.workloads.queue.placement_points import placement_points
 from pglimits_core.workloads.queue.points import (
     QueueVariant,
-    cliff,
     latency_point,
     steady_point,
     throughput_point,
@@ -33,8 +31,7 @@ from pglimits_core.workloads.queue.points import (
 )
 from pglimits_core.workloads.queue.prefill_size import PROBED, PrefillSizer
 
-SWEEPS = ("throughput", "steady", "latency", "cliff", "consumer_crash", "ceiling", "harness_bench", "capacity",
-          "placement_check")
+SWEEPS = ("throughput", "steady", "latency", "consumer_crash", "harness_bench", "capacity", "placement_check")
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
@@ -46,8 +43,6 @@ def plan(section: Any, profile: Any) -> list[Point]:
     for repetition in range(section.repetitions):
         for v in variants:
             points += sweep_points(section, v, sizer, repetition)
-    points += [cliff_point(section.cliff, v) for v in variants if section.cliff and section.cliff.includes(v.label)]
-    points += ceiling_points(section.ceiling, variants)
     points += capacity_points(section.capacity.plan() if section.capacity else None,
                               queue_designs(section.capacity, variants))
     points += placement_points(section.placement_check, variants)
@@ -86,11 +81,6 @@ def sweep_points(section: Any, v: QueueVariant, sizer: PrefillSizer | None = Non
     return points + [point("latency", v, latency_point, rate=r, producers=lat.producers, consumers=lat.consumers,
                            duration_s=lat.duration_s, warmup_s=lat.warmup_s)
                      for r in lat.rates_for(v.label)]
-
-
-def cliff_point(cl: Any, v: QueueVariant) -> Point:
-    return point("cliff", v, cliff, start_rate=cl.start_rate, producers=cl.producers, consumers=cl.consumers,
-                 probe_s=cl.probe_s, p99_bound_ms=cl.p99_bound_ms, max_probes=cl.max_probes, repeats=cl.repeats)
 
 
 def consumer_crash_points(drill: Any, variants: list[QueueVariant]) -> list[Point]:

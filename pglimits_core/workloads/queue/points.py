@@ -1,4 +1,4 @@
-"""Queue study recipes: consumer sweep (throughput), latency at matched rates, the cliff, crash recovery.
+"""Queue study recipes: consumer sweep (throughput), latency at matched rates, crash recovery.
 
 Each point resets the queue, prefills it where the experiment needs a backlog, settles it
 (Postgres: VACUUM ANALYZE, so every point starts from the same state), runs one load spec
@@ -32,8 +32,6 @@ from pglimits_core.load import (
     PointResult,
     Role,
     RunSpec,
-    Slo,
-    search_rate,
 )
 from pglimits_core.studies.runner import Context, RecordedRun, run_recorded
 from pglimits_core.studies.variant import Variant
@@ -338,22 +336,3 @@ def reading(summary: Any, rate: float) -> PointResult:
     backlog = max(0.0, (producer.items_per_s if producer else 0.0) - consumed) / rate
     return PointResult(offered=rate, achieved=achieved, p50_us=send_to_claim.p50_us if send_to_claim else None,
                        p99_us=send_to_claim.p99_us if send_to_claim else None, backlog_growth=backlog)
-
-
-def cliff(run: StudyRun, v: QueueVariant, start_rate: float, producers: int, consumers: int,
-          probe_s: float, p99_bound_ms: float, max_probes: int, repeats: int = 3):
-    """Rate search for the highest sustainable rate; every probe is a recorded latency point.
-
-    The SLO is judged on send → claim latency from the *intended* send, over messages whose send
-    started inside the window (late sends count against the achieved rate), and a rate holds
-    only when ``repeats`` probes at it all pass (``load.ratesearch``)."""
-    slo = Slo(p99_bound_us=p99_bound_ms * 1000, min_achieved_fraction=0.95, max_backlog_growth=0.05)
-
-    def measure_at(rate: float) -> PointResult:
-        probe = latency_point(run, v, rate, producers, consumers, probe_s, warmup_s=1.0,
-                              experiment="cliff", extra_params={"slo": vars(slo)})
-        if probe.status != "complete" or probe.summary is None:  # a failed probe never holds a rate
-            return PointResult(offered=rate, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": probe.error})
-        return point_result(probe, rate, probe_s)
-
-    return search_rate(measure_at, slo, start_rate=start_rate, max_probes=max_probes, repeats=repeats)

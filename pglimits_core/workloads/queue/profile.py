@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 
-from pglimits_core.profiles import CapacitySpec, CliffSearch, ForVariants, Strict
+from pglimits_core.profiles import CapacitySpec, ForVariants, Strict
 
 
 class MoreConsumers(ForVariants):
@@ -80,11 +80,6 @@ class LatencySweep(ForVariants):
         return sorted(set(self.rates) | set(more)) if self.includes(label) else []
 
 
-class QueueCliffSearch(CliffSearch):
-    producers: PositiveInt = 2
-    consumers: PositiveInt = 4
-
-
 class RecoveryDrill(ForVariants):
     """Crash drill (``drills.recovery``): labels of queue variants ("sqlite_wal batch=1"),
     seconds of producer load before the SIGKILL, and the producer's rate (null: flat out)."""
@@ -126,29 +121,20 @@ class BackupDrill(ForVariants):
     drills: PositiveInt = 1
 
 
-class CeilingSweep(ForVariants):
-    """The queue's statements driven by each system's own C tool (``ceiling.py``), closed loop,
-    per client count: pgbench for ``warmup_s + duration_s`` whole seconds on a table prefilled
-    with ``prefill`` jobs (it must outlast the run: a run that drains it fails), redis-benchmark
-    ``requests`` of each of the reliable queue's three commands. Empty ``variants``: every
-    variant whose system has a tool (pg_skiplocked, pg_delete, redis_reliable)."""
-
-    clients: list[PositiveInt] = Field(min_length=1)
-    duration_s: PositiveInt = 5
-    warmup_s: NonNegativeInt = 1
-    prefill: PositiveInt = 200_000
-    requests: PositiveInt = 100_000
-
-
-class HarnessBench(CeilingSweep):
+class HarnessBench(ForVariants):
     """``pglimits bench harness`` as points of the study (``harness_points.py``): per variant and
     client count, the harness's closed-loop burn-down, then the same statements through the C
-    tool on a queue in the same state (fresh, prefilled, settled), back to back, so every
-    block of records carries its own machine's harness/C-tool ratio. Small: ~1-2 minutes."""
+    tool (``ceiling.py``: pgbench for ``warmup_s + duration_s`` whole seconds on a table prefilled
+    with ``prefill`` jobs, which it must outlast; redis-benchmark ``requests`` of each of the
+    reliable queue's three commands) on a queue in the same state (fresh, prefilled, settled),
+    back to back, so every block of records carries its own machine's harness/C-tool ratio.
+    Empty ``variants``: every variant whose system has a tool. Small: ~1-2 minutes."""
 
     clients: list[PositiveInt] = Field(default_factory=lambda: [4], min_length=1)
     duration_s: PositiveInt = 3
+    warmup_s: NonNegativeInt = 1
     prefill: PositiveInt = 60_000
+    requests: PositiveInt = 100_000
 
 
 class QueueCapacity(CapacitySpec):
@@ -181,11 +167,9 @@ class QueueProfile(Strict):
     throughput: ThroughputSweep
     steady: SteadySweep | None = None
     latency: LatencySweep
-    cliff: QueueCliffSearch | None = None
     consumer_crash: ConsumerCrashDrill | None = None
     recovery: RecoveryDrill | None = None
     backup: BackupDrill | None = None
-    ceiling: CeilingSweep | None = None
     harness_bench: HarnessBench | None = None
     capacity: QueueCapacity | None = None
     #: the ceilings again with everything on every core: what placement changes

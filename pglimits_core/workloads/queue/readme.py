@@ -18,7 +18,7 @@ from pglimits_core.workloads.queue.durability_tables import (
 )
 from pglimits_core.workloads.queue.latency_names import DEFINITION, NAME, P99
 from pglimits_core.workloads.queue.like_for_like import offered_only, offered_text, short_side
-from pglimits_core.workloads.queue.tables import any_verdict, flag_set
+from pglimits_core.workloads.queue.tables import any_verdict
 
 HOW_TO_READ = (
     "Rows are grouped by durability class (fsync per commit / periodic / none): compare within a "
@@ -76,8 +76,7 @@ def _classes(tables: dict[str, pd.DataFrame]) -> pd.Series:
 
 def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per variant, grouped by durability class: burn-down jobs/s at 1 consumer and at its best
-    consumer count, the steady-state peak, send → claim p99 at each offered rate (or 'not sustained'),
-    and the cliff."""
+    consumer count, the steady-state peak, send → claim p99 at each offered rate (or 'not sustained')."""
     sweep = tables["throughput"]
     if sweep.empty or "consumers" not in sweep:
         return pd.DataFrame({"note": ["no throughput run recorded: nothing to headline (see what could not be run)"]})
@@ -89,8 +88,6 @@ def headline_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     for rate, group in tables["latency"].groupby("offered_per_s"):
         head[f"{NAME} p99 ms at {rate:,.0f}/s"] = pd.Series({variant: _latency_cell(runs)
                                                              for variant, runs in group.groupby("variant")})
-    if not tables["cliff"].empty:
-        head["highest sustained rate (cliff), msg/s"] = tables["cliff"].set_index("variant").apply(_cliff_cell, axis=1)
     head = head.rename_axis("variant").reset_index()
     head.insert(1, "durability_class", _classes(tables).reindex(head.variant).fillna(UNKNOWN).to_numpy())
     head = sort_by_class(head, ["variant"])
@@ -178,16 +175,6 @@ def _rate(value) -> str:
 
 def _ratio(value) -> str:
     return "—" if value is None or pd.isna(value) else f"{value:.2f}×"
-
-
-def _cliff_cell(point) -> str:
-    """The held rate, the first rate that failed (the cliff lies between), ᶜ when a probe at the
-    held rate was client-bound (then the harness, not the server, set it)."""
-    if pd.isna(point.sustainable_per_s):
-        # probed, and not even the search's lowest rate held: that is a finding, not a blank
-        return "—" if pd.isna(point.first_failed_per_s) else f"< {point.first_failed_per_s:,.0f} (no probed rate held)"
-    failed = f" (fails at {point.first_failed_per_s:,.0f})" if not pd.isna(point.first_failed_per_s) else ""
-    return f"{point.sustainable_per_s:,.0f}{failed}" + (" ᶜ" if flag_set(point.get("client_bound")) else "")
 
 
 def recovery_lines(recovery: pd.DataFrame) -> list[str]:

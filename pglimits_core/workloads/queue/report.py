@@ -8,12 +8,11 @@ import pandas as pd
 
 from pglimits_core.analysis.report import flag_points
 from pglimits_core.plotting.html_report import Section
-from pglimits_core.workloads.queue.ceiling_tables import CAPTION as CEILING_CAPTION
-from pglimits_core.workloads.queue.ceiling_tables import HARNESS_BENCH_CAPTION
 from pglimits_core.workloads.queue.drills.backup_tables import BACKUP_CAPTION
 from pglimits_core.workloads.queue.drills.consumer_crash_tables import CONSUMER_CRASH_CAPTION
 from pglimits_core.workloads.queue.latency_names import DEFINITION, FROM, NAME
 from pglimits_core.workloads.queue.seed import AGREEMENT_SLACK
+from pglimits_core.workloads.queue.tool_tables import HARNESS_BENCH_CAPTION
 
 CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b> (fsync per commit / periodic / "
                      "none) and is grouped by it: compare variants within a class, since a class promises more "
@@ -44,14 +43,10 @@ CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down,
                          "a design whose best burn-down run, with no producers, stays below the rate is not "
                          "comparable here; a rate its producers stayed below 95 % of is not decided by the "
                          "harness)",
-            "cliff": f"The cliff: highest sustainable rate and the first rate that failed (the bound is on {NAME} "
-                     f"p99, {FROM})",
-            "cliff_points": f"Every rate-search probe ({NAME} percentiles {FROM})",
             "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
                         "cache, so 0 lost does not separate durability classes (an OS crash would)",
             "consumer_crash": CONSUMER_CRASH_CAPTION,
             "backup": BACKUP_CAPTION,
-            "ceiling": CEILING_CAPTION,
             "harness_bench": HARNESS_BENCH_CAPTION,
             "fairness": "Fairness: how evenly the consumers shared the acknowledged messages, per run (warm-up and "
                         "window): Jain's index (1 = equal shares, 1/n = one consumer did everything) and the "

@@ -1,4 +1,4 @@
-"""Queue study tables: throughput per consumer count, latency at matched rates, the cliff. Every
+"""Queue study tables: throughput per consumer count, latency at matched rates, capacity and the drills. Every
 table carries each variant's durability class and is grouped by it: compare within a class."""
 
 from __future__ import annotations
@@ -19,16 +19,10 @@ from pglimits_core.analysis.runs import (
     runs_limit,
     trusted,
 )
-from pglimits_core.load.ratesearch import PointResult, Slo, sustainable_rate
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 from pglimits_core.workloads.queue import health as queue_health
 from pglimits_core.workloads.queue import latency_names
 from pglimits_core.workloads.queue.capacity import capacity_table_of
-from pglimits_core.workloads.queue.ceiling_tables import (
-    ceiling_table,
-    harness_bench_table,
-    server_cpu_us_per_job,
-)
 from pglimits_core.workloads.queue.drills import consumer_crash_tables as queue_consumer_crash
 from pglimits_core.workloads.queue.drills import recovery_tables as queue_recovery
 from pglimits_core.workloads.queue.durability_tables import (
@@ -39,6 +33,7 @@ from pglimits_core.workloads.queue.durability_tables import (
 )
 from pglimits_core.workloads.queue.head_to_head import latency_verdicts, reach, throughput_verdicts
 from pglimits_core.workloads.queue.placement_points import placement_table
+from pglimits_core.workloads.queue.tool_tables import harness_bench_table, server_cpu_us_per_job
 
 COLUMNS = ("run_id", "experiment", "variant", "durability_class", "role", "consumers")
 # Why a run's rate is only a floor for its consumers, per experiment.
@@ -234,60 +229,6 @@ def _late_pct(producer: pd.DataFrame) -> pd.Series | None:
     return (100.0 * producer.late.fillna(0) / producer.ops.where(producer.ops > 0)).round(2)
 
 
-def cliff_points(frame: pd.DataFrame) -> pd.DataFrame:
-    """Every rate-search probe with its verdict under the SLO it was searched with (send → claim
-    latency from the scheduled send time)."""
-    rows = measured(frame)
-    rows = rows[rows.experiment == "cliff"]
-    if rows.empty:
-        return pd.DataFrame()
-    producer, consumer = by_role(ensure_class(rows))
-    table = pd.DataFrame({"variant": producer.variant, "durability_class": producer.durability_class,
-                          "offered_per_s": producer.offered_rate,
-                          "produced_per_s": producer.items_per_s, "consumed_per_s": consumer.items_per_s,
-                          "achieved_per_s": producer.achieved_rate,
-                          **latency_names.columns(consumer, ("p50", "p99")), "slo": producer.slo,
-                          "client_bound": producer.client_bound, "limit": run_limits(producer)})
-    table["failed"] = [_verdict(row) for row in table.itertuples()]
-    return sort_by_class(table, ["variant", "offered_per_s"])
-
-
-def _verdict(row) -> str:
-    slo = Slo(**row.slo) if isinstance(row.slo, dict) else Slo(p99_bound_us=50_000)
-    achieved = min(row.achieved_per_s or 0.0, row.consumed_per_s or 0.0)
-    backlog = max(0.0, (row.produced_per_s or 0.0) - (row.consumed_per_s or 0.0)) / row.offered_per_s
-    p99_ms = getattr(row, latency_names.P99)
-    p99 = None if pd.isna(p99_ms) else p99_ms * 1000
-    point = PointResult(row.offered_per_s, achieved, None, p99, backlog)
-    return slo.failure(point) or ""
-
-
-def cliff_table(points: pd.DataFrame) -> pd.DataFrame:
-    """Per variant: the highest rate whose every probe passed, below the lowest rate where any
-    probe failed (the cliff; a pass above a failure is not a sustainable rate), and why it failed."""
-    if points.empty:
-        return pd.DataFrame()
-    rows = [_cliff_row(name, group) for name, group in ensure_class(points).groupby("variant")]
-    return sort_by_class(pd.DataFrame(rows), ["variant"])
-
-
-def _cliff_row(name: str, probes: pd.DataFrame) -> dict:
-    failed = probes[probes.failed != ""]
-    first_failed = failed.offered_per_s.min() if len(failed) else None
-    why = failed[failed.offered_per_s == first_failed].failed
-    held = sustainable_rate(list(zip(probes.offered_per_s, probes.failed == "", strict=True)))
-    at_held = probes[probes.offered_per_s == held] if held is not None else probes[:0]
-    return {"variant": name, "durability_class": probes.durability_class.iloc[0],
-            "sustainable_per_s": held, "first_failed_per_s": first_failed,
-            "client_bound": any_verdict(at_held.client_bound) if "client_bound" in at_held else None,
-            # the rate that failed bounds the cliff only if the server, not the load, failed it: the
-            # held rate's probes and the failure's together (a load-limited failure makes a floor)
-            "limit": runs_limit(pd.concat([at_held, failed[failed.offered_per_s == first_failed]]))
-            if len(at_held) else None,
-            "why_failed": why.iloc[0] if len(why) else "", "probes": len(probes),
-            "probes_per_rate": int(probes.groupby("offered_per_s").size().max())}
-
-
 def fairness_table(frame: pd.DataFrame, experiments: tuple[str, ...] = ("throughput", "latency")) -> pd.DataFrame:
     """Per variant × experiment × consumers (≥ 2): the spread of per-consumer acknowledgements,
     medians over the runs that recorded it — the cost the batched claim is said to have."""
@@ -310,8 +251,7 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every queue table of one frame of runs, by name."""
     throughput = throughput_table(frame)
     tables = {"throughput": throughput_verdicts(throughput), "steady": throughput_table(frame, "steady"),
-              "latency": latency_verdicts(latency_table(frame), reach(throughput)), "cliff_points": cliff_points(frame)}
-    tables["cliff"] = cliff_table(tables["cliff_points"])
+              "latency": latency_verdicts(latency_table(frame), reach(throughput))}
     tables["resources"] = queue_health.resources_table(frame)
     tables["queue_health"] = queue_health.queue_health_table(frame)
     tables["dead_tuples"] = queue_health.dead_tuple_series(frame)
@@ -319,8 +259,6 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables["recovery"] = queue_recovery.recovery_table(tables["recovery_drills"])
     tables["consumer_crash"] = queue_consumer_crash.consumer_crash_table(frame)
     tables["fairness"] = fairness_table(frame)
-    if not (ceiling := ceiling_table(frame)).empty:  # only where C-tool points were run
-        tables["ceiling"] = ceiling
     if not (capacity := capacity_table_of(frame)).empty:  # only where the capacity experiment was run
         tables["capacity"] = capacity
     if not (placement := placement_table(frame)).empty:  # only where the placement check was run

@@ -1,5 +1,5 @@
 """The queue study as a registry entry: Postgres SKIP LOCKED and pgmq vs a Redis reliable queue
-vs a SQLite WAL queue — throughput, steady state, latency at matched rates, the cliff, the
+vs a SQLite WAL queue — capacity, throughput, steady state, latency at matched rates, the
 consumer and server crash drills, and the backup/restore drill."""
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ WORKLOAD = Workload(
             Chart("throughput", "queue-consumer-sweep", figures.consumer_sweep_chart, "jobs_per_s"),
             Chart("steady", "queue-steady-state", steady_chart, "jobs_per_s"),
             Chart("latency", "queue-latency", figures.latency_chart, P99),
-            Chart("cliff_points", "queue-cliff", figures.cliff_chart, "consumed_per_s"),
             Chart("dead_tuples", "queue-dead-tuples", figures.dead_tuples_chart, "dead_tuples", under="queue_health"),
             Chart("recovery_drills", "queue-recovery", figures.recovery_chart, "recovery_s"),
             Chart("backup", "queue-backup", backup_chart, "backup_s")),

@@ -1,5 +1,5 @@
-"""What each search system's own load tool runs for the ``ceiling`` experiment: the harness's
-very query, taken from the systems' module constants and methods, over the same stream.
+"""What each search system's own load tool runs for a capacity ceiling: the harness's very query,
+taken from the systems' module constants and methods, over the same stream.
 
 Postgres (pgbench custom script, ``-M prepared``, the variant's ``plan_cache_mode`` set for
 every session through ``PGOPTIONS`` as the adapter sets it per connection): the stream's

@@ -4,9 +4,9 @@ Load (every system's index built from scratch, timed) and correctness (every que
 every variant) come first: a variant that answers wrongly is not measured. Then repetitions as
 rounds over the throughput sweeps — within a round every stream, client count and variant in
 turn, so drift on the shared box spreads over every system — then the crossover (match-set size
-buckets), the load-tool ceilings (``ceiling.py``: the same query through pgbench and vegeta),
-the latency points, whose offered rates come from this run's throughput records, and the
-capacity experiment (``capacity.py``: the ceiling and the highest rate holding each target).
+buckets), the latency points, whose offered rates come from this run's throughput records, and
+the capacity experiment (``capacity.py``: the ceiling — through pgbench and vegeta where the
+system has one (``ceiling.py``) — and the highest rate holding each target).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.experiments.capacity import capacity_points
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.search.capacity import search_designs
-from pglimits_core.workloads.search.ceiling import ceiling_points
 from pglimits_core.workloads.search.correctness import correctness_point
 from pglimits_core.workloads.search.loading import load_point
 from pglimits_core.workloads.search.mechanism import SYSTEM as MECHANISM_SYSTEM
@@ -55,7 +54,7 @@ def variants_of(section: Any) -> list[SearchVariant]:
         twice = next(label for label in labels if labels.count(label) > 1)
         raise PGLimitsError(f"search.variants lists {twice!r} twice", "give each variant once")
     sweeps = [*(("throughput", s) for s in section.throughput), ("crossover", section.crossover),
-              ("latency", section.latency), ("ceiling", section.ceiling), ("capacity", section.capacity)]
+              ("latency", section.latency), ("capacity", section.capacity)]
     for name, sweep in sweeps:
         unknown = [label for label in getattr(sweep, "variants", None) or [] if label not in labels]
         if unknown:
@@ -70,7 +69,6 @@ def prepare(section: Any, profile: Any) -> None:
     data = prepared(setup)
     streams = {stream for sweep in section.throughput for stream in sweep.streams}
     streams |= set(section.latency.streams) if section.latency else set()
-    streams |= set(section.ceiling.streams) if section.ceiling else set()
     streams |= {section.capacity.stream, *section.capacity.ceiling_streams} if section.capacity else set()
     for stream in sorted(streams):
         data.queries.stream(stream, setup.seed)  # raises, naming the fix, if it has no queries
@@ -93,7 +91,6 @@ def plan(section: Any, profile: Any) -> list[Point]:
         points += throughput_round(section, setup, variants, rep)
     points += crossover_points(section, setup, variants)
     points += mechanism_points(section, setup, systems)
-    points += ceiling_points(section.ceiling, setup, variants)
     points += latency_points(section, setup, variants)
     # the headline last, on servers every sweep has warmed: the ceiling and capacity per target
     return points + capacity_points(section.capacity.plan() if section.capacity else None,

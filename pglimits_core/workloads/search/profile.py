@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import (
     Field,
-    NonNegativeInt,
     PositiveFloat,
     PositiveInt,
     field_validator,
@@ -79,20 +78,6 @@ class LatencySweep(ForVariants):
     _streams = field_validator("streams")(known_streams)
 
 
-class CeilingSweep(ForVariants):
-    """The measured query through each system's own load tool (``ceiling.py``): pgbench for
-    Postgres, vegeta (HTTP) for the Lucene engines, closed loop at each of ``clients``, for
-    ``warmup_s + duration_s`` whole seconds (pgbench's ``-T`` takes whole seconds), in each of
-    ``streams``. Empty ``variants``: every variant whose system has a tool."""
-
-    clients: list[PositiveInt] = Field(min_length=1)
-    streams: list[str] = Field(default_factory=lambda: ["mixed"], min_length=1)
-    duration_s: PositiveInt = 3
-    warmup_s: NonNegativeInt = 1
-
-    _streams = field_validator("streams")(known_streams)
-
-
 class SearchCapacity(CapacitySpec):
     """``capacity:`` (``experiments.capacity``; the designs in ``capacity.py``): the core
     experiment's knobs plus the load's shape — the query ``stream`` every step runs, and the
@@ -153,7 +138,6 @@ class SearchProfile(Strict):
     throughput: list[ThroughputSweep] = Field(min_length=1)
     crossover: CrossoverSweep | None = None
     latency: LatencySweep | None = None
-    ceiling: CeilingSweep | None = None
     mechanism: MechanismProbe | None = None
     capacity: SearchCapacity | None = None
 

@@ -12,7 +12,6 @@ from pglimits_core.analysis.runs import busy_neighbour
 from pglimits_core.analysis.seed import AGREEMENT_SLACK, floor_could_move_it, verdict
 from pglimits_core.analysis.verdict import LOAD
 from pglimits_core.plotting.html_report import Section
-from pglimits_core.workloads.search.ceiling_tables import CAPTION as CEILING_CAPTION
 from pglimits_core.workloads.search.extensions import CAPTION as EXTENSIONS_CAPTION
 from pglimits_core.workloads.search.extensions import NOTE as EXTENSIONS_NOTE
 from pglimits_core.workloads.search.extensions import extension_lines
@@ -63,7 +62,6 @@ CAPTIONS = {
     "crossover": "The crossover: throughput and service time per bucket of match-set size",
     "latency": "Latency at matched rates (open loop, from the intended start; the same offered rate for every system)",
     "ranking": "Ranking agreement of the top 10s",
-    "ceiling": CEILING_CAPTION,
     "mechanism": MECHANISM_CAPTION,
     "extensions": EXTENSIONS_CAPTION,
 }
@@ -101,7 +99,7 @@ def search_flags(table: pd.DataFrame) -> pd.DataFrame:
 def report_sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]
                     ) -> tuple[list[Section], list[Section]]:
     shown = [(CAPTIONS[k], search_flags(tables[k])) for k in ("load", "correctness", "peak", "latency", "crossover",
-                                                            "mechanism", "ceiling", "ranking", "extensions")
+                                                            "mechanism", "ranking", "extensions")
              if k in tables]
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
     return ([Section("Full-text search: Postgres GIN vs Elasticsearch and OpenSearch",
@@ -145,10 +143,6 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     if not latency.empty:
         lines += ["Latency at matched rates (open loop, p99 ms from the intended start; the same offered rate for "
                   "every system):", "", latency.to_markdown(index=False), ""]
-    ceiling = ceiling_summary(tables.get("ceiling", pd.DataFrame()))
-    if not ceiling.empty:
-        lines += ["Load-tool ceiling (the same query through pgbench / vegeta, closed loop; harness = the "
-                  "throughput sweep at as many clients):", "", ceiling.to_markdown(index=False), ""]
     ranking = ranking_summary(tables.get("ranking", pd.DataFrame()))
     if ranking:
         lines += [ranking, ""]
@@ -183,22 +177,6 @@ def _tail(row) -> str:
     if pd.notna(row.p99_ms):
         return f"{row.p99_ms:.1f}"
     return f"p95 {row.p95_ms:.1f}" if pd.notna(row.get("p95_ms")) else "—"
-
-
-def ceiling_summary(ceiling: pd.DataFrame) -> pd.DataFrame:
-    """Per tool point: tool qps, harness qps, their ratio and server µs per query under each."""
-    if ceiling.empty:
-        return pd.DataFrame()
-    return pd.DataFrame({
-        "variant": ceiling.variant, "stream": ceiling.stream, "clients": ceiling.clients, "tool": ceiling.tool,
-        "tool qps": ceiling.tool_qps.map(number("{:,.0f}")),
-        "harness qps": pd.to_numeric(ceiling.harness_qps, errors="coerce").map(number("{:,.0f}")),
-        "harness / tool": ceiling.harness_over_tool.map(number("{:.2f}")),
-        "server µs/query (tool)": ceiling.server_cpu_us_per_query.map(number("{:,.0f}")),
-        "server µs/query (harness)": pd.to_numeric(ceiling.harness_server_cpu_us_per_query,
-                                                    errors="coerce").map(number("{:,.0f}")),
-        "tool client-bound": ceiling.client_bound.map(lambda b: "—" if b is None or pd.isna(b) else
-                                                      ("yes" if flag_set(b) else "no"))})
 
 
 def number(fmt: str):

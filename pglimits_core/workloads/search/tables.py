@@ -13,7 +13,6 @@ import pandas as pd
 from pglimits_core.analysis.flags import any_verdict, flag_set
 from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured, runs_limit
 from pglimits_core.workloads.search.capacity import capacity_table_of
-from pglimits_core.workloads.search.ceiling_tables import ceiling_table
 from pglimits_core.workloads.search.extensions import extension_table
 from pglimits_core.workloads.search.head_to_head import cpu_columns, verdict_columns
 from pglimits_core.workloads.search.mechanism import mechanism_table
@@ -295,7 +294,7 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables = {"load": load_table(frame), "correctness": correctness_table(frame), "throughput": throughput,
             "peak": peak_table(throughput), "crossover": crossover_table(frame),
             "latency": latency_table(frame), "ranking": ranking_table(frame),
-            "ceiling": ceiling_table(frame, throughput), "mechanism": mechanism_table(frame)}
+            "mechanism": mechanism_table(frame)}
     if not (capacity := capacity_table_of(frame)).empty:  # only where the capacity experiment was run
         tables["capacity"] = capacity
     return {**tables, "extensions": extension_table(frame, tables)}

@@ -1,17 +1,11 @@
-"""The ``ceiling`` experiment: the vector query driven by each engine's own C load tool.
-
-Per engine, ef and client count, one run record (``runner.run_tool_recorded``: the same samplers
-and client/server CPU split as a harness run, the client being the tool's processes; the tool's
-name, version and exact command lines in the manifest): pgbench for pgvector, vegeta over HTTP
-for Qdrant, each sending the harness's query with the harness's query vectors at that ef
-(``ceiling_tools``). It answers "is the Python harness the limit?" point by point: the
-``ceiling`` table sets each tool's QPS beside the sweep's at the same (ef, clients).
-
-The index is the sweep's (ensured first, as a sweep point does). pgbench's plan is checked
-before the run and recorded with it. A system is here when it has an entry in
-``CEILING_TOOLS``; a variant named in ``ceiling.variants`` without one is a plan error, and a
-tool missing from the machine (or not in this build) fails its points with a one-line reason,
-never a silent skip.
+"""A capacity ceiling through the engine's own C load tool: the vector query at one ef, closed
+loop, one run record (``runner.run_tool_recorded``: the same samplers as a harness run, the
+tool's name, version and exact command lines in the manifest) — pgbench for pgvector, vegeta over
+HTTP for Qdrant, each sending the harness's query with the harness's query vectors at that ef
+(``ceiling_tools``). The index is the sweep's (ensured first, as a sweep point does); pgbench's
+plan is checked before the run and recorded with it. A system has a tool when it has an entry in
+``CEILING_TOOLS``; a tool missing from the machine (or not in this build) fails its point with a
+one-line reason, never a silent skip.
 """
 
 from __future__ import annotations
@@ -20,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.studies.runner import RecordedRun, run_tool_recorded
-from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.vectors import ceiling_tools as tools
 from pglimits_core.workloads.vectors.points import (
     STUDY,
@@ -35,9 +28,6 @@ from pglimits_core.workloads.vectors.systems.qdrant import collection_name
 
 if TYPE_CHECKING:
     from pglimits_core.studies.study import StudyRun
-
-EXPERIMENT = "ceiling"
-
 
 class PgbenchCeiling:
     """pgbench on the stored query vectors; ef by ``PGOPTIONS`` on every connection."""
@@ -72,7 +62,7 @@ class VegetaCeiling:
             from pglimits_core.load.tools.vegeta import HttpTarget, VegetaLoad
         except ImportError:
             raise PGLimitsError("vegeta not available: pglimits_core/load/tools/vegeta.py is not in this build",
-                                "add the vegeta load tool, or drop qdrant hnsw from vectors.ceiling.variants") from None
+                                "add the vegeta load tool, or drop qdrant hnsw from vectors.capacity.designs") from None
         url = tools.search_url(endpoint.url, collection_name(setup.tag))
         headers = {"Content-Type": "application/json"}
         targets = [HttpTarget("POST", url, tools.search_body(q, ef, K), headers) for q in queries]
@@ -88,26 +78,11 @@ class VegetaCeiling:
 CEILING_TOOLS: dict[str, Any] = {"pgvector": PgbenchCeiling(), "qdrant": VegetaCeiling()}
 
 
-def ceiling_points(section: Any, setup: Setup, variants: list[VectorsVariant]) -> list[Point]:
-    """Rounds of repetition, ef, engine and client count (None: no ``ceiling:`` section)."""
-    if section is None:
-        return []
-    chosen = [v for v in variants if v.label in section.variants]
-    for v in chosen:
-        if v.system not in CEILING_TOOLS or v.exact:
-            raise PGLimitsError(f"vectors.ceiling.variants names {v.label!r}, which has no C load tool here",
-                                "name HNSW variants of " + ", ".join(sorted(CEILING_TOOLS)))
-    return [point(EXPERIMENT, v, ceiling_point, setup=setup, ef=ef, clients=c, repetition=r,
-                  duration_s=section.duration_s, warmup_s=section.warmup_s)
-            for r in range(section.repetitions) for ef in section.ef for v in chosen for c in section.clients]
-
-
 def ceiling_point(run: StudyRun, v: VectorsVariant, setup: Setup, ef: int, clients: int, repetition: int,
-                  duration_s: int, warmup_s: int, recorded_as: str = EXPERIMENT,
+                  duration_s: int, warmup_s: int, recorded_as: str,
                   extra_params: dict[str, Any] | None = None) -> RecordedRun:
-    """One tool run at ``ef`` on the sweep's index, after the tool's own check; ``recorded_as``:
-    the experiment of the record (the capacity ceiling runs this same point), ``extra_params``
-    added to its params."""
+    """One tool run at ``ef`` on the sweep's index, after the tool's own check, recorded under the
+    experiment ``recorded_as`` with ``extra_params`` added to its params."""
     tool = CEILING_TOOLS[v.system]
     _, data = dataset(setup)
     knobs = {"duration_s": duration_s, "warmup_s": warmup_s}

@@ -11,7 +11,6 @@ from __future__ import annotations
 import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, usable
-from pglimits_core.workloads.vectors.matched import harness_capped_by_ceiling
 from pglimits_core.workloads.vectors.matched import side as _side
 from pglimits_core.workloads.vectors.systems.registry import SERVER_FOR
 
@@ -39,7 +38,6 @@ def decisions(tables: dict[str, pd.DataFrame], postgres_servers: tuple[str, ...]
     if "client_bound" not in matched and usable(sweep, "variant", "ef", "clients", "client_bound"):
         matched = matched.merge(sweep[["variant", "ef", "clients", "client_bound"]], how="left",
                                 on=["variant", "ef", "clients"])
-    matched = harness_capped_by_ceiling(matched, tables.get("ceiling"))
     cells = []
     for (target, clients), rows in matched.groupby(["target_recall", "clients"], sort=True):
         reached = rows[rows["recall_mean"] >= target].dropna(subset=["qps"])

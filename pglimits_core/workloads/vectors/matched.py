@@ -34,8 +34,6 @@ import pandas as pd
 
 from pglimits_core.analysis.runs import SATURATED_SHARE, trusted
 from pglimits_core.analysis.verdict import (
-    LOAD,
-    TIE_BAND,
     Side,
     combined_limit,
     decide,
@@ -291,33 +289,3 @@ def gaps_to_qdrant(table: pd.DataFrame) -> list[float | None]:
         mine = row.qps if row.variant != PAIR[0] and row.qps is not None and not pd.isna(row.qps) else None
         gaps.append(round(qdrant.qps / mine, 3) if qdrant is not None and mine else None)
     return gaps
-
-
-def harness_capped_by_ceiling(matched: pd.DataFrame, ceiling: pd.DataFrame | None) -> pd.DataFrame:
-    """An engine's own C load tool that went faster than the harness by more than the tie band,
-    at the same client count and at an ef the matched row was read between, shows that the
-    harness — not the server — set that row's QPS (with one client the client's time is in series
-    with the server's): such rows count as client-bound, their limit the load's (a floor). A row
-    whose bracketing ef no tool point measured keeps the sampler's verdict (a tool faster at ef 64
-    says nothing about ef 16-32, nor one within the band at ef 320 about ef 64). Records without a
-    ceiling keep the sampler's verdict."""
-    needed = ("variant", "clients", "ef", "tool_over_harness")
-    if ceiling is None or ceiling.empty or not set(needed) <= set(ceiling.columns) or matched.empty:
-        return matched
-    capped = ceiling[pd.to_numeric(ceiling["tool_over_harness"], errors="coerce") >= TIE_BAND]
-    marked = matched.copy()
-    if "client_bound" not in marked:
-        marked["client_bound"] = None
-    marked["limit"] = [limit_from_record(row) for _, row in matched.iterrows()]
-    for index, row in marked.iterrows():
-        high = pd.to_numeric(row.get("ef"), errors="coerce")
-        low = pd.to_numeric(row.get("ef_low"), errors="coerce")
-        low = high if pd.isna(low) else low
-        if pd.isna(high):
-            continue
-        tools = capped[(capped["variant"] == row["variant"]) & (capped["clients"] == row["clients"])]
-        efs = pd.to_numeric(tools["ef"], errors="coerce")
-        if ((efs >= low) & (efs <= high)).any():
-            marked.at[index, "client_bound"] = True
-            marked.at[index, "limit"] = LOAD
-    return marked

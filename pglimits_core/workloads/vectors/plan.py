@@ -2,10 +2,10 @@
 
 The dataset's difficulty first (it needs no server state), then each engine's build (the index
 every sweep point queries), then the sweep in rounds — repetition, ef, variant, client count —
-so drift on the shared box spreads over every system and ef rather than landing on one; then each
-engine's C load tool on the sweep's index (``ceiling.py``), the open-loop latency at a matched rate
-(it reads the sweep's records), the capacity experiment per (engine, ef) design (``capacity.py``:
-the ceiling, then the highest rate holding the p99 target, on the same plain index), and the
+so drift on the shared box spreads over every system and ef rather than landing on one; then the
+open-loop latency at a matched rate (it reads the sweep's records), the capacity experiment per
+(engine, ef) design (``capacity.py``: the ceiling — through each engine's C load tool
+(``ceiling.py``) — then the highest rate holding the p99 target, on the same plain index), and the
 filtered search last (Qdrant's tagged collection replaces its plain one).
 """
 
@@ -17,7 +17,6 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.experiments.capacity import capacity_points
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.vectors.capacity import vectors_designs
-from pglimits_core.workloads.vectors.ceiling import ceiling_points
 from pglimits_core.workloads.vectors.points import (
     VARIANTS,
     Setup,
@@ -55,7 +54,6 @@ def plan(section: Any, profile: Any) -> list[Point]:
     points += [point("build", v, build_point, setup=setup, repetition=r)
                for r in range(section.build_repetitions) for v in hnsw]
     points += sweep_points(section, setup, variants)
-    points += ceiling_points(_checked_ceiling(section), setup, variants)
     filtered = _filtered_variants(section.filtered, hnsw)
     points += latency_points(section.latency, setup, hnsw)
     points += capacity_points(section.capacity.plan() if section.capacity else None,
@@ -84,24 +82,6 @@ def sweep_points(section: Any, setup: Setup, variants: list[VectorsVariant]) -> 
                     continue  # the exact scan has no ef: measured once per round
                 points += [_sweep(section, setup, v, None if v.exact else ef, c, r) for c in section.clients]
     return points
-
-
-def _checked_ceiling(section: Any) -> Any:
-    """The ``ceiling:`` section, its ef values checked and its variants known HNSW engines."""
-    ceiling = section.ceiling
-    if ceiling is None:
-        return None
-    check_ef(ceiling.ef)
-    # the C tool's row is read beside the harness at the same ef: an ef the sweep lacks has no partner
-    alone = [ef for ef in ceiling.ef if ef not in section.ef]
-    if alone:
-        raise PGLimitsError(f"vectors.ceiling.ef has {alone[0]}, which the sweep's ef does not measure",
-                            f"use some of the sweep's ef: {', '.join(map(str, section.ef))}")
-    unknown = [label for label in ceiling.variants if label not in VARIANTS or label not in section.variants]
-    if unknown:
-        raise PGLimitsError(f"vectors.ceiling.variants names {unknown[0]!r}, not a variant of this profile",
-                            f"use some of: {', '.join(section.variants)}")
-    return ceiling
 
 
 def latency_points(lat: Any, setup: Setup, hnsw: list[VectorsVariant]) -> list[Point]:

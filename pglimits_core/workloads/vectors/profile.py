@@ -39,18 +39,6 @@ class Latency(Strict):
     warmup_s: float = Field(1.0, ge=0)
 
 
-class Ceiling(Strict):
-    """Each engine's own C load tool (pgbench; vegeta over HTTP for Qdrant) on the sweep's index,
-    closed loop, per ef and client count; whole seconds (pgbench's ``-T``)."""
-
-    variants: list[str] = Field(default_factory=lambda: ["pgvector hnsw", "qdrant hnsw"])
-    ef: list[int] = Field(min_length=1, description="each also in the sweep's ef, for the harness beside it")
-    clients: list[int] = Field(min_length=1)
-    repetitions: int = Field(1, ge=1)
-    duration_s: int = Field(5, ge=1)
-    warmup_s: int = Field(1, ge=0)
-
-
 class RecallDesign(Strict):
     """One capacity design: an engine at the ef it needs to reach ``recall`` (the upper ef of the
     pair the sweep's records bracket the target between, so the design reaches it; the capacity
@@ -89,5 +77,4 @@ class VectorsProfile(Strict):
     difficulty: Difficulty = Field(default_factory=Difficulty)
     latency: Latency | None = None
     filtered: Filtered | None = None
-    ceiling: Ceiling | None = None
     capacity: VectorsCapacity | None = None

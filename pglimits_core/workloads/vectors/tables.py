@@ -24,10 +24,8 @@ from pglimits_core.analysis.runs import (
 )
 from pglimits_core.analysis.verdict import combined_limit
 from pglimits_core.workloads.vectors.matched import (
-    harness_capped_by_ceiling,
     matched_table,
     per_run_cpu,
-    with_verdicts,
 )
 
 MIB = 2**20
@@ -279,15 +277,10 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
                 "sweep": pd.DataFrame(columns=SWEEP_COLUMNS), "matched": pd.DataFrame(),
                 "filtered": pd.DataFrame(columns=FILTERED_COLUMNS), "latency": pd.DataFrame(columns=LATENCY_COLUMNS)}
     from pglimits_core.workloads.vectors.capacity import capacity_table_of
-    from pglimits_core.workloads.vectors.ceiling_tables import ceiling_table
 
     sweep = sweep_table(frame)
     tables = {"difficulty": difficulty_table(frame), "build": build_table(frame), "sweep": sweep,
               "matched": matched_table(sweep, _of(frame, "sweep")), "latency": latency_table(frame, sweep), "filtered": filtered_table(frame)}
-    if not (ceiling := ceiling_table(frame, sweep)).empty:  # only where C-tool points were run
-        tables["ceiling"] = ceiling
-        # one classifier for the table and the decision matrix: the tool's evidence marks the rows
-        tables["matched"] = with_verdicts(harness_capped_by_ceiling(tables["matched"], ceiling))
     if not (capacity := capacity_table_of(frame)).empty:  # only where the capacity experiment was run
         tables["capacity"] = capacity
     return tables

@@ -1,6 +1,5 @@
-"""The ``ceiling`` table: each system's own C tool on the queue's statements, beside the
-harness's throughput at as many consumers; and the ``harness_bench`` table, the same pairing
-taken back to back (the harness's burn-down, then the tool, on a queue in the same state).
+"""The ``harness_bench`` table: each system's own C tool on the queue's statements beside the
+harness's burn-down at as many consumers, taken back to back on a queue in the same state.
 
 pgbench's jobs/s are measured (logged transactions in the window × batch). redis-benchmark
 measures each command alone; a job is LPUSH + LMOVE + LREM, so its per-job ceiling is derived,
@@ -29,14 +28,12 @@ from pglimits_core.analysis.runs import measured
 from pglimits_core.workloads.queue.ceiling_tools import per_job_rate
 from pglimits_core.workloads.queue.durability_tables import ensure_class, sort_by_class
 
-CAPTION = ("C-tool ceiling: the queue's statements through pgbench (measured) and its commands through "
-           "redis-benchmark (per command; per job derived as 1/Σ(1/rate) of LPUSH, LMOVE, LREM, consume only "
-           "of LMOVE, LREM, written out in `derivation`); both closed loop; harness = the throughput burn-down at "
-           "as many consumers. Server CPU per consumed job (µs, the server's whole process set): harness and tool "
-           "must agree within 25 % (`server_cpu_agrees`), else the sampler's process set is in doubt")
 HARNESS_BENCH_CAPTION = ("Harness benchmark on this machine: the harness's closed-loop burn-down, then the same "
-                         "statements through the C tool on a queue in the same state, back to back; "
-                         "harness_over_tool is the harness/C-tool ratio of these records' own machine")
+                         "statements through the C tool on a queue in the same state, back to back "
+                         "(redis-benchmark: per command; per job derived as 1/Σ(1/rate) of LPUSH, LMOVE, LREM, "
+                         "consume only of LMOVE, LREM, written out in `derivation`); harness_over_tool is the "
+                         "harness/C-tool ratio of these records' own machine; server CPU per consumed job must "
+                         "agree within 25 % (`server_cpu_agrees`), else the sampler's process set is in doubt")
 JOB_COMMANDS, CONSUME_COMMANDS = ("LPUSH", "LMOVE", "LREM"), ("LMOVE", "LREM")
 #: harness and tool server CPU per job further apart than this (max/min − 1) do not agree
 CPU_AGREEMENT = 0.25
@@ -55,7 +52,7 @@ def cpu_us_per_job(cpu_pct, jobs_per_s) -> float | None:
     return _scalar(server_cpu_us_per_job(pd.Series([cpu_pct]), pd.Series([jobs_per_s])).iloc[0])
 
 
-def ceiling_table(frame: pd.DataFrame, experiment: str = "ceiling", harness: str = "throughput") -> pd.DataFrame:
+def tool_table(frame: pd.DataFrame, experiment: str, harness: str) -> pd.DataFrame:
     """One row per variant × clients (medians over the runs) of ``experiment``'s tool runs, each
     beside the harness's ``harness`` burn-down at as many consumers; empty without tool runs."""
     if frame.empty or "experiment" not in frame:
@@ -161,7 +158,7 @@ def cpu_agreement(harness_us: float | None, tool_us: float | None, tolerance: fl
 
 def harness_bench_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The ``harness_bench`` experiment's pairs (empty when these records have none)."""
-    return ceiling_table(frame, "harness_bench", "harness_bench")
+    return tool_table(frame, "harness_bench", "harness_bench")
 
 
 def _first(rows: pd.DataFrame, column: str) -> float | None:
