@@ -45,8 +45,9 @@ def judge_sides(a: Any, b: Any, low: float, high: float) -> tuple[float | None, 
 
     A bound moves the true ratio one way: a floor on A (or an upper bound on B: held nowhere,
     ``Side.below``) only up, a floor on B (or A held nowhere) only down. Where the way it may move
-    reaches the seed's range, or it may move both ways, the row is inconclusive; otherwise the one
-    rule judges it and says which side is a bound."""
+    reaches the seed's range, or leaves it from inside (a bound never shows agreement), or it may
+    move both ways, the row is inconclusive; otherwise the one rule judges it and says which side
+    is a bound."""
     from pglimits_core.analysis.verdict import decide
 
     if a is None or b is None or not a.value or not b.value:
@@ -58,6 +59,9 @@ def judge_sides(a: Any, b: Any, low: float, high: float) -> tuple[float | None, 
     if (up and down) or floor_could_move_it(ratio, low, high, up, down):
         return ratio, f"inconclusive: ours {' and '.join(bounds)}, the true ratio may reach the seed's", found.klass
     judged = verdict(ratio, low, high)
+    if bounds and judged == "agree":  # inside the range, but free to leave it the way the bound moves
+        return ratio, f"inconclusive: ours {' and '.join(bounds)}, the true ratio may leave the seed's range", \
+            found.klass
     judged = "differ" if judged.startswith("differ") and low == high else judged
     spread = f" (ratio over the runs {found.spread[0]:.2f}–{found.spread[1]:.2f})" if found.spread else ""
     return ratio, judged + (f" (ours {' and '.join(bounds)})" if bounds else "") + spread, found.klass

@@ -143,20 +143,13 @@ class _Tally(PhaseTally):
     def __init__(self, warmup_s: float, duration_s: float):
         super().__init__(warmup_s, duration_s, (("publisher", "publish"), ("subscriber", "receive")))
 
-    def publish(self, intended: int, began: int, done: int) -> None:
-        self.open_loop_send("publisher", "publish", intended, began, done)
-
-    def deliver(self, intended_ms: int, delivery_us: int) -> None:
-        """One first receipt of a message meant for the window (psload logs no other)."""
-        self.deliver_all(np.array([intended_ms], dtype=np.int64), np.array([delivery_us], dtype=np.int64))
-
     def publish_all(self, sends: np.ndarray) -> None:
-        """``publish`` of every row (intended, began, done ns)."""
+        """Every publish (rows of intended, began, done ns): open loop, by its intended time."""
         self.open_loop_sends("publisher", "publish", sends[:, 0], sends[:, 1], sends[:, 2])
 
     def deliver_all(self, intended_ms: np.ndarray, delivery_us: np.ndarray) -> None:
-        """``deliver`` of every row: delivery latencies into the window's histogram, each receipt
-        counted in the phase (and second) it arrived in."""
+        """Every first receipt of a message meant for the window (psload logs no other): its
+        delivery latency into the window's histogram, counted in the phase (and second) it arrived in."""
         self.record_many_us("subscriber", "receive", "delivery", "measure", delivery_us.astype(np.float64))
         received_ns = intended_ms * 1e6 + delivery_us * 1e3
         for phase, inside in self.phase_masks(received_ns).items():

@@ -161,7 +161,7 @@ class QloadBurnDown(QloadLoad):
         return finished(result, error, report, output)
 
 
-def burn_down_result(claims: list[tuple[int, int, int]], consumers: int, warmup_s: float,
+def burn_down_result(claims: Any, consumers: int, warmup_s: float,
                      duration_s: float, idle_polls_in_window: int = 0) -> RunResult:
     """A burn-down's record material: the consumers' claims by the phase they returned in (items:
     messages; ops: claims), and each claim's round trip as its closed-loop ``service_time`` — role
@@ -226,7 +226,7 @@ class _Tally(PhaseTally):
         return int(np.count_nonzero(self.phase_masks(intended)["measure"]))
 
 
-def samples_result(sends: list[tuple[int, int, int]], claims: list[tuple[int, int, int]], rate: float,
+def samples_result(sends: Any, claims: Any, rate: float,
                    producers: int, consumers: int, warmup_s: float, duration_s: float) -> RunResult:
     """The run's summary material from every send and claim (see the module docstring)."""
     tally = _Tally(warmup_s, duration_s)

@@ -1,5 +1,5 @@
-"""Pub/sub study recipes: fan-out at rising open-loop rates and flat out, the ceiling at a fan-out,
-commit serialization of NOTIFY, idle listeners, a stuck subscriber, the largest payload.
+"""Pub/sub study recipes: fan-out at rising open-loop rates and flat out (the capacity experiment's
+points too), commit serialization of NOTIFY, idle listeners, a stuck subscriber, the largest payload.
 
 Every point is one recorded load run on a fresh channel (a new name per point: nothing of an
 earlier point can arrive): ``subscribers`` receiving workers and ``publishers`` publishing

@@ -180,12 +180,14 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
 
 SEED = {"published_per_s": (11_700, 14_200), "delivery_p99_ms": (2.0, 1.7)}
 SEED_NOTES = ["Pub/sub: the source measured fan-out ×10 on 7 vCPU: Postgres ~11.7k messages/s published (117k "
-              "deliveries/s), p99 2.0 ms; Redis ~14.2k/142k, p99 1.7 ms. Ours: flat out (closed loop) at fan-out "
-              "10 with the most publishers measured, one publish per transaction vs one PUBLISH per round trip, on "
-              "this box's 2 cores shared by publishers, 10 Python subscribers and the server. Only a ratio from "
-              "points where the servers, not our clients, set the rate would compare with the source's; where our "
-              "clients are the limit (client-bound) the verdict says so and no ratio is judged. Our flat-out p99 "
-              "is that of a saturated closed loop, not comparable with the source's 2.0 / 1.7 ms."]
+              "deliveries/s), p99 2.0 ms; Redis ~14.2k/142k, p99 1.7 ms, each p99 beside its published rate "
+              "(the load it was taken at is not stated). Ours, where the records hold the capacity experiment: "
+              "the ceiling at fan-out 10, one message per publish, psload's 4 publishers flat out with the "
+              "server on its own core (3 × 30 s; the lower of published/s and the subscribers' received/s), "
+              "and the delivery p99 of those windows, judged only where both ceilings were their servers' (a "
+              "load-limited closed loop's p99 is its load's). In older records: the fan-out sweep's flat-out "
+              "rows, on 2 cores shared by publishers, 10 Python subscribers and the server — client-bound, so "
+              "no ratio is judged there, and their p99 is a saturated Python loop's."]
 
 
 def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

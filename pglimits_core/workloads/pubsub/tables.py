@@ -1,4 +1,4 @@
-"""The pub/sub study's tables: fan-out, the ceiling, commit serialization, idle listeners, the
+"""The pub/sub study's tables: fan-out, commit serialization, idle listeners, the
 stuck subscriber and the largest payload — from run records only (``params.outcome`` holds each
 point's accounting and delivery latency, the summary the publishers' and writers' own numbers).
 

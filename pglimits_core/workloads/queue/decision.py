@@ -184,7 +184,5 @@ def _side(row: pd.Series | None, column: str) -> Side | None:
 def _peak_text(row: pd.Series | None) -> str:
     if row is None:
         return "—"
-    capped = row.get("harness_capped")
-    capped = f"; {capped}" if isinstance(capped, str) and capped else ""
     return f"{row['jobs_per_s']:,.0f} jobs/s ({row['min_jobs_per_s']:,.0f}–{row['max_jobs_per_s']:,.0f}, " \
-           f"{int(row['consumers'])} consumers{capped})"
+           f"{int(row['consumers'])} consumers)"
