@@ -50,8 +50,10 @@ def hardware_table(records: list[dict[str, Any]]) -> pd.DataFrame:
              "physical cores": host("physical_cores"), "CPU quota (cgroup)": host("cgroup_cpu_max"),
              "RAM": lambda m: f"{(host('ram_total_bytes', 0)(m) or 0) / GIB:.1f} GiB",
              "disk": disk, "fsync 8 kB (measured on the box)": fsync, "OS": host("os"),
-             "client and server share cores": lambda m: m.get("cpu", {}).get("client_and_server_share_cores",
-                                                                             host("client_server_share_cores")(m)),
+             # the placement says it where the record has one (the CPU block's flag judges a shared box)
+             "client and server share cores": lambda m: (m.get("placement") or {}).get(
+                 "client_and_server_share_cores", m.get("cpu", {}).get("client_and_server_share_cores",
+                                                                      host("client_server_share_cores")(m))),
              "git commit (dirty tree?)": lambda m: f"{m.get('git', {}).get('sha')} ({m.get('git', {}).get('dirty')})"}
     return pd.DataFrame([{"fact": k, "value": _distinct(records, f)} for k, f in facts.items()])
 

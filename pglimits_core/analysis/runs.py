@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.analysis.verdict import combined_limit, limit_from_record
+from pglimits_core.analysis.verdict import LOAD, combined_limit, limit_from_record, shared_cores
 from pglimits_core.samplers.classify import FOREIGN_CPU_PCT, measured_rows
 
 
@@ -105,17 +105,27 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     params, cpu = manifest.get("params", {}), manifest.get("cpu") or {}
     knobs = {key: value for key, value in params.items()
              if key not in NOT_KNOBS and (value is None or isinstance(value, (int, float, str, bool)))}
+    limit = limit_from_record(manifest)
     return {"run_id": manifest["run_id"], "system": manifest["system"], "status": manifest["status"],
             "error": manifest.get("error"), "experiment": params.get("experiment"),
             "variant": params.get("variant"), **knobs,
-            "client_bound": manifest.get("client_bound"),
+            "client_bound": client_bound(manifest, limit),
             "client_bound_reason": manifest.get("client_bound_reason"),
-            "limit": limit_from_record(manifest),  # which side set the limit (``analysis.verdict``)
+            "limit": limit,  # which side set the limit (``analysis.verdict``)
             "client_cpu_pct": cpu.get("client_cpu_pct_median"),
             "server_cpu_pct": cpu.get("server_cpu_pct_median"),
             "harness_cpu_pct": cpu.get("harness_cpu_pct_median"),  # None in records before it was sampled
             "other_cpu_pct": other_cpu_pct(cpu), "cores": cpu.get("cores"),
             "slo": params.get("slo"), "path": str(path)}
+
+
+def client_bound(manifest: dict[str, Any], limit: str | None) -> bool | None:
+    """Whether the load, not the server, set the run's limit: with the server and its load on
+    CPU sets of their own, the sets' reading says it (the record's per-second ``client_bound``
+    judges a shared box, and is never true there); on shared cores, that per-second verdict."""
+    if isinstance(manifest.get("limit"), dict) and not shared_cores(manifest):
+        return None if limit is None else limit == LOAD
+    return manifest.get("client_bound")
 
 
 def other_cpu_pct(cpu: dict[str, Any]) -> float | None:

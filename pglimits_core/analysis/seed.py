@@ -38,6 +38,17 @@ def verdict_short(ours: float, seed: float) -> str:
     return "differ" if found.startswith("differ") else found
 
 
+def bounded_ratio(ratio: float | None, a: Any, b: Any) -> float | str | None:
+    """Our A/B as the table prints it: the number where both sides are figures, "≥ x×" / "≤ x×"
+    where a bound lets the true ratio move only one way (``judge_sides``), None where both ways."""
+    if ratio is None or a is None or b is None:
+        return None if ratio is None else round(ratio, 2)
+    up, down = a.floor or b.below, b.floor or a.below
+    if up and down:
+        return None
+    return f"{'≥' if up else '≤'} {ratio:.2f}×" if (up or down) else round(ratio, 2)
+
+
 def judge_sides(a: Any, b: Any, low: float, high: float) -> tuple[float | None, str, str]:
     """Our A/B from two ``analysis.verdict.Side`` (a capacity table's ceilings or capacities)
     against the seed's range: the ratio, the verdict and the comparison's class (``decide``'s: a

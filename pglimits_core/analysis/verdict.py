@@ -219,14 +219,14 @@ def limit_from_record(record: Mapping[str, Any] | Any) -> str | None:
     if "limit" in record:
         recorded = record["limit"]
         side = recorded.get("side") if isinstance(recorded, Mapping) else recorded
-        if side in LIMITS or not _shared_cores(record):
+        if side in LIMITS or not shared_cores(record):
             return side if side in LIMITS else None
     # a record without the sets' reading, or one whose server and load shared the cores (then the
     # sets cannot tell): the per-second verdict is all there is
     return _old_limit(record.get("client_bound"), record.get("client_bound_reason"))
 
 
-def _shared_cores(record: Mapping[str, Any] | Any) -> bool:
+def shared_cores(record: Mapping[str, Any] | Any) -> bool:
     """Whether server and load shared the cores (a placement that does not say: as if shared,
     the same default ``samplers.limit`` reads it with)."""
     placement = record.get("placement")

@@ -13,7 +13,10 @@ The field's form (SPECjbb's max-jOPS and critical-jOPS, MLPerf's server scenario
    (``load.ratesearch``: step up, bisect) for the highest offered rate whose p99 from the
    *intended* start holds the target, then a **steady confirmation**: ``confirmations`` windows of
    ``steady_s`` at that rate, every one of which must hold; a failed confirmation steps the rate
-   down (× ``step_down``) and confirms again, at most ``max_steps_down`` times;
+   down (× ``step_down``) and confirms again, at most ``max_steps_down`` times; then, where only a
+   short probe missed above the confirmed rate, **the top pinned**: steady windows at that probe's
+   rate — a miss there bounds the capacity (a probe's miss decides nothing), windows that all
+   hold raise it to that rate;
 3. where the rate points ran a compiled load (``rate_check_run``: the queue's qload, pub/sub's
    psload), **the rate check**: one steady window of the harness at the lowest rate a target
    confirmed, judged by the same target — the two loads should reach the same verdict there (a
@@ -150,6 +153,9 @@ class CapacityRun:
     def __init__(self, run: StudyRun, design: Design, plan: CapacityPlan):
         self.run, self.design, self.plan = run, design, plan
         self.records: list[RecordedRun] = []
+        # per target: every probed rate and whether it held, and the rates a steady window missed
+        self.probed: dict[float, dict[float, bool]] = {}
+        self.steady_missed: dict[float, set[float]] = {}
 
     def ceilings(self) -> None:
         plan = self.plan
@@ -187,11 +193,12 @@ class CapacityRun:
         steady windows then show whether the design holds the target there, or bound it below
         that rate from steady windows rather than from a short probe."""
         plan, slo = self.plan, slo_for(target_ms)
-        probed: list[float] = []
+        probed = self.probed.setdefault(target_ms, {})
 
         def probe(rate: float) -> PointResult:
-            probed.append(rate)
-            return self.at(rate, PROBE, target_ms, plan.probe_s)
+            point = self.at(rate, PROBE, target_ms, plan.probe_s)
+            probed[rate] = slo.failure(point) is None
+            return point
 
         found = search_rate(probe, slo, start_rate=plan.start_rate, factor=plan.factor, tolerance=plan.tolerance,
                             max_probes=plan.max_probes, repeats=1)
@@ -215,16 +222,31 @@ class CapacityRun:
 
     def confirm(self, target_ms: float, rate: float | None) -> float | None:
         """Steady windows at ``rate`` until ``confirmations`` all hold; a failure steps down."""
-        plan, slo = self.plan, slo_for(target_ms)
-        for _ in range(plan.max_steps_down + 1):
+        for _ in range(self.plan.max_steps_down + 1):
             if rate is None:
                 return None
-            held = all(slo.failure(self.at(rate, CONFIRM, target_ms, plan.steady_s, repetition)) is None
-                       for repetition in range(plan.confirmations))  # all() stops at the first failure
-            if held:
+            if self.steady(target_ms, rate):
                 return rate
-            rate *= plan.step_down
+            rate *= self.plan.step_down
         return None
+
+    def steady(self, target_ms: float, rate: float) -> bool:
+        """Steady windows at ``rate`` until ``confirmations`` all hold (False at the first miss)."""
+        slo = slo_for(target_ms)
+        held = all(slo.failure(self.at(rate, CONFIRM, target_ms, self.plan.steady_s, repetition)) is None
+                   for repetition in range(self.plan.confirmations))  # all() stops at the first failure
+        if not held:
+            self.steady_missed.setdefault(target_ms, set()).add(rate)
+        return held
+
+    def pin_top(self, target_ms: float, rate: float | None) -> float | None:
+        """Steady windows at the bracket's top where only a short probe missed it (a probe's miss
+        decides nothing): a miss there bounds the capacity; windows that all hold raise it."""
+        if rate is None or any(missed > rate for missed in self.steady_missed.get(target_ms, ())):
+            return rate
+        top = min((probe for probe, held in self.probed.get(target_ms, {}).items() if not held and probe > rate),
+                  default=None)
+        return rate if top is None or not self.steady(target_ms, top) else top
 
 
 def _lowest_held(confirmed: dict[float, float | None]) -> tuple[float, float] | None:
@@ -238,7 +260,7 @@ def measure_capacity(run: StudyRun, design: Design, plan: CapacityPlan) -> list[
     capacity = CapacityRun(run, design, plan)
     capacity.ceilings()
     capacity.checks()
-    confirmed = {target_ms: capacity.confirm(target_ms, capacity.search(target_ms))
+    confirmed = {target_ms: capacity.pin_top(target_ms, capacity.confirm(target_ms, capacity.search(target_ms)))
                  for target_ms in targets_of(design, plan)}
     capacity.rate_check(confirmed)
     return capacity.records

@@ -3,11 +3,12 @@ target, the best Postgres design's capacity against the best dedicated design's,
 the two ceilings, judged by the one rule (``analysis.verdict.decide``).
 
 A capacity at a target is a bracket, not a point: its steady windows held at ``capacity_per_s``
-and the search saw the target missed at the next rate it tried (``capacity_miss_per_s``), so the
-true capacity lies between the two; that bracket is the side's range. A search that never saw the
-target missed above the confirmed rate (it stopped on its probe budget), whose miss came with the
-load's CPU set saturated (the load, not the server, may have missed it), or whose confirmations
-saturated the load's set, gives a floor: "≥ x". A ceiling is the median of its repetitions, its
+and a steady window missed the target at ``capacity_miss_per_s``, so the true capacity lies
+between the two; that bracket is the side's range. Where no steady window missed above it (a
+short probe's miss decides nothing), the design's server-limited ceiling bounds it instead. A
+capacity with neither above it, whose miss came with the load's CPU set saturated (the load, not
+the server, may have missed it), or whose confirmations saturated the load's set, is a floor:
+"≥ x" (``capacity_bracket``). A ceiling is the median of its repetitions, its
 range their lowest and highest, its limit the side that set it (a server-limited ceiling, or a
 load-limited floor). The cells are steady: their deciding windows are the experiment's ``steady_s``.
 
@@ -33,15 +34,34 @@ def _number(value) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
 
-def capacity_side(row: pd.Series) -> Side | None:
-    """A design's capacity at the row's target as a ``Side`` (None: nothing held the target)."""
+def capacity_bracket(row: pd.Series) -> tuple[float, float | None, str] | None:
+    """The capacity's bracket from the table row: (held, top, what bounds the top) — the top is
+    the lowest rate whose steady window missed (``"steady"``), else the design's own
+    server-limited ceiling (``"ceiling"``: no offered rate above what the server does flat out
+    can hold); a floor (top None, ``"floor"``) where neither bounds it, where the load set
+    saturated in the held windows, or where the load caused the miss. None: nothing held."""
     rate = _number(row.get("capacity_per_s"))
     if rate is None:
+        return None
+    miss, ceiling = _number(row.get("capacity_miss_per_s")), _number(row.get("ceiling_high"))
+    if row.get("capacity_limit") == LOAD or (miss is not None and row.get("capacity_miss_limit") == LOAD):
+        return rate, None, "floor"
+    if miss is not None:
+        return rate, miss, "steady"
+    if ceiling is not None and row.get("ceiling_limit") == SERVER and ceiling > rate:
+        return rate, ceiling, "ceiling"
+    return rate, None, "floor"
+
+
+def capacity_side(row: pd.Series) -> Side | None:
+    """A design's capacity at the row's target as a ``Side`` (None: nothing held the target)."""
+    bracket = capacity_bracket(row)
+    if bracket is None:
         return _held_nowhere(row)
-    miss, limit = _number(row.get("capacity_miss_per_s")), row.get("capacity_limit")
-    floor = miss is None or limit == LOAD or row.get("capacity_miss_limit") == LOAD
-    return Side(row["variant"], rate, LOAD if floor else (None if pd.isna(limit) else limit),
-                (rate, rate if floor else miss), server_cpu_us_per_op=_number(row.get("server_cpu_us_per_item")),
+    rate, top, bound = bracket
+    limit = row.get("capacity_limit")
+    return Side(row["variant"], rate, LOAD if bound == "floor" else (None if pd.isna(limit) else limit),
+                (rate, rate if top is None else top), server_cpu_us_per_op=_number(row.get("server_cpu_us_per_item")),
                 range_of="bracket")
 
 

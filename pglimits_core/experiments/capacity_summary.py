@@ -6,7 +6,7 @@ only formats them, the same for every workload).
   was the limit (a floor) — with the load that drove it and, where a C tool did, the harness's
   agreement check;
 - **capacity at each target**: the bracket from the highest rate whose every steady window held to
-  the next rate that missed (a looser target's may be a tighter one's windows, judged again: a
+  the next rate whose steady window missed, else its server-limited ceiling (a looser target's may be a tighter one's windows, judged again: a
   window whose p99 held 10 ms held 100 ms — the row then names them) (``≥`` where nothing above it was seen to miss, or the load set the
   limit), how many windows held and their p99; "none held" with the rates whose windows failed;
 - **server µs per item** at the capacity rate (exact window CPU), shown, never deciding.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pglimits_core.analysis.verdict import LOAD
+from pglimits_core.experiments.capacity_cells import capacity_bracket
 
 #: the columns that tell two designs of one variant apart (the search's stream, pub/sub's fan-out)
 SPLITS = ("stream",)
@@ -69,14 +70,14 @@ def capacity_text(row: pd.Series, unit: str) -> str:
             return f"none held: under {below:,.0f} {unit} ({at}{length}: the lowest with ≥ 100 operations)"
         probed = _number(row.get("probe_held_max_per_s"))
         return "none held" + ("" if probed else " (no probe held)")
-    miss = _number(row.get("capacity_miss_per_s"))
-    floor = miss is None or row.get("capacity_limit") == LOAD or row.get("capacity_miss_limit") == LOAD
-    bracket = f"≥ {rate:,.0f}" if floor else f"{rate:,.0f}–{miss:,.0f}"
+    _, top, bound = capacity_bracket(row)
+    bracket = f"≥ {rate:,.0f}" if bound == "floor" else f"{rate:,.0f}–{top:,.0f}"
     p99 = _number(row.get("p99_ms"))
     held = str(row.get("confirmations") or "")
     tighter = _number(row.get("capacity_windows_of_ms"))
     of = f"the p99 ≤ {tighter:g} ms target's windows" if tighter is not None else ""
-    details = "; ".join(part for part in (held, f"p99 {p99:.1f} ms" if p99 is not None else "", of) if part)
+    top_is = "top: its ceiling" if bound == "ceiling" else ""
+    details = "; ".join(part for part in (top_is, held, f"p99 {p99:.1f} ms" if p99 is not None else "", of) if part)
     return f"{bracket} {unit}" + (f" ({details})" if details else "")
 
 

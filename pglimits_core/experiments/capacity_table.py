@@ -9,8 +9,9 @@ load: a floor, "≥"), ``ceiling_clients``, ``ceiling_server_cores``, ``ceiling_
 at one client count reads it there); capacity at the target —
 ``capacity_per_s`` (the highest offered rate whose every steady confirmation held; None: none
 held), ``capacity_limit`` (a confirmation whose load set saturated makes it a floor),
-``capacity_miss_per_s`` (the lowest rate above it that missed the target: the capacity lies
-between the two; None: none missed, so the capacity is a floor), ``confirmations`` ("k of n held"), ``p99_ms`` and ``p99_low_ms``/``p99_high_ms`` of the held
+``capacity_miss_per_s`` (the lowest rate above it whose steady window missed the target: the
+capacity lies between the two; None: no steady window missed — a short probe's miss, kept as
+``probe_miss_per_s``, bounds nothing — so only a server-limited ceiling bounds it above), ``confirmations`` ("k of n held"), ``p99_ms`` and ``p99_low_ms``/``p99_high_ms`` of the held
 confirmations, ``steady_s``; ``server_cpu_us_per_item`` at the capacity rate (exact window CPU;
 printed beside the rates, never deciding); ``curve``: every probe and confirmation as
 (offered_per_s, p99_ms, held). Where the ceiling ran the system's C tool: ``ceiling_by`` (the
@@ -217,16 +218,24 @@ def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                "probe_held_max_per_s": max(probes) if probes else None,
                                **_missed_everywhere(rows)}
     if rate is not None:
-        miss = min((r for r in rows if not r["held"] and r["offered"] > rate), key=lambda r: r["offered"], default=None)
+        # only a steady window's miss bounds the capacity (a short probe's decides nothing); the
+        # lowest probe that missed above it is kept to show what the search saw
+        miss = _lowest_miss_above(rate, [r for r in rows if r["stage"] == CONFIRM])
+        probe_miss = _lowest_miss_above(rate, [r for r in rows if r["stage"] == PROBE])
         figures["capacity_miss_per_s"] = None if miss is None else miss["offered"]
         # a miss the load caused (its set saturated) bounds nothing: the capacity is then a floor
         figures["capacity_miss_limit"] = None if miss is None else limit_of(miss["manifest"])
+        figures["probe_miss_per_s"] = None if probe_miss is None else probe_miss["offered"]
     if p99s:
         figures |= {"p99_ms": statistics.median(p99s), "p99_low_ms": min(p99s), "p99_high_ms": max(p99s)}
         cpu = [_cpu_per_item(r) for r in held]
         figures["server_cpu_us_per_item"] = None if None in cpu else statistics.median(cpu)
         figures["steady_s"] = held[0]["manifest"]["params"].get("window_s")
     return figures
+
+
+def _lowest_miss_above(rate: float, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return min((r for r in rows if not r["held"] and r["offered"] > rate), key=lambda r: r["offered"], default=None)
 
 
 def rate_check_figures(checks: list[dict[str, Any]], figures: dict[str, Any]) -> dict[str, Any]:

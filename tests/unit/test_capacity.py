@@ -59,9 +59,10 @@ def test_the_ceiling_comes_first_then_short_probes_then_steady_confirmations():
     probes = [c for c in design.calls if c["stage"] == PROBE]
     confirms = [c for c in design.calls if c["stage"] == CONFIRM]
     assert probes and all(c["duration_s"] == PLAN.probe_s for c in probes)
-    assert len(confirms) == 3 and all(c["duration_s"] == PLAN.steady_s for c in confirms)
+    # three windows at the confirmed rate, then one at the probe that missed above it (it misses)
+    assert len(confirms) == 3 + 1 and all(c["duration_s"] == PLAN.steady_s for c in confirms)
     confirmed = confirms[0]["offered_per_s"]
-    assert 900 <= confirmed <= 1000 and all(c["offered_per_s"] == confirmed for c in confirms)
+    assert 900 <= confirmed <= 1000 and all(c["offered_per_s"] == confirmed for c in confirms[:3])
 
 
 def test_a_confirmation_that_fails_steps_the_rate_down_and_confirms_again():
@@ -89,7 +90,7 @@ def reading(summary, offered, outcome):
 def test_the_table_reads_the_capacity_its_bracket_and_the_held_windows_from_the_records():
     records = [record(PROBE, 500, 4), record(PROBE, 1000, 30), record(PROBE, 750, 6),
                record(CONFIRM, 750, 6.5), record(CONFIRM, 750, 7.0), record(CONFIRM, 750, 6.0)]
-    row = capacity_table(records, reading, lambda s: 0.0).iloc[0]
+    row = capacity_table(records + [record(CONFIRM, 1000, 30)], reading, lambda s: 0.0).iloc[0]
     assert row.capacity_per_s == 750 and row.capacity_miss_per_s == 1000
     assert row.confirmations == "3 of 3 held" and row.p99_ms == 6.5 and row.p99_high_ms == 7.0
     assert row.side == "postgres" and row.capacity_limit == "neither"
@@ -116,8 +117,28 @@ def test_a_point_is_judged_by_the_slo_its_record_carries():
     assert pd.isna(row.capacity_per_s)
 
 
+def test_only_a_steady_windows_miss_bounds_a_capacity_a_probes_is_kept_to_show():
+    records = [record(PROBE, 1000, 30)] + [record(CONFIRM, 750, 6.0)] * 3
+    row = capacity_table(records, reading, lambda s: 0.0).iloc[0]
+    assert pd.isna(row.capacity_miss_per_s) and row.probe_miss_per_s == 1000
+    bounded = capacity_side(pd.Series({**row.to_dict(), "ceiling_high": 900.0, "ceiling_limit": "server"}))
+    assert bounded.value_range == (750.0, 900.0) and bounded.limit != LOAD  # its server's own ceiling
+    unbounded = capacity_side(pd.Series({**row.to_dict(), "ceiling_high": 900.0, "ceiling_limit": "load"}))
+    assert unbounded.limit == LOAD and unbounded.value_range == (750.0, 750.0)
+
+
+def test_where_only_a_probe_missed_above_the_confirmed_rate_steady_windows_pin_the_top():
+    design = KneeDesign(knee=1000)
+    measure_capacity(None, design, PLAN)
+    confirms = [c["offered_per_s"] for c in design.calls if c["stage"] == CONFIRM]
+    probes = {c["offered_per_s"] for c in design.calls if c["stage"] == PROBE}
+    top = confirms[-1]
+    assert top > confirms[0] and top in probes and top > design.knee  # one window there, and it missed
+    assert confirms.count(top) == 1
+
+
 def test_a_miss_the_load_caused_makes_the_capacity_a_floor():
-    records = [record(PROBE, 1000, 30, limit="load")] + [record(CONFIRM, 750, 6.0)] * 3
+    records = [record(CONFIRM, 1000, 30, limit="load")] + [record(CONFIRM, 750, 6.0)] * 3
     row = capacity_table(records, reading, lambda s: 0.0).iloc[0]
     assert row.capacity_miss_limit == "load"
     assert capacity_side(row).limit == LOAD
@@ -146,7 +167,7 @@ def test_the_queue_cells_pair_like_for_like_designs_of_a_class_and_judge_by_rate
     assert target.postgres.system == "pg_skiplocked batch=1"
     assert target.verdict.klass == BY_RATE and target.verdict.winner == "redis_reliable appendfsync=always batch=1"
     floors = pd.DataFrame([capacity_row("pg_skiplocked batch=1", 700.0, 800.0),
-                           capacity_row("redis_reliable batch=1", 750.0, None, side="dedicated")])
+                           capacity_row("redis_reliable batch=1", 750.0, None, side="dedicated", ceiling=600.0)])
     floored = next(c for c in capacity_cells(floors) if "10 ms" in c.target)
     assert floored.verdict.klass == LOAD_LIMITED  # a floor inside the other's bracket decides nothing
 

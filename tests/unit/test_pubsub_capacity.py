@@ -106,7 +106,8 @@ def test_the_table_reads_each_points_outcome_from_its_own_record(tmp_path):
     table = capacity_table_of(pd.DataFrame({"experiment": "capacity", "path": paths}))
     row = table.iloc[0]
     assert (row.ceiling_per_s, row.ceiling_deliveries_per_s, row.ceiling_limit) == (3000, 30_000, "load")
-    assert (row.capacity_per_s, row.capacity_deliveries_per_s, row.capacity_miss_per_s) == (1000, 10_000, 2000)
+    assert (row.capacity_per_s, row.capacity_deliveries_per_s, row.probe_miss_per_s) == (1000, 10_000, 2000)
+    assert pd.isna(row.capacity_miss_per_s)  # a probe's miss bounds nothing
     assert row.subscribers == 10 and row.confirmations == "1 of 1 held"
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pglimits_core.analysis.seed import judge_sides
-from pglimits_core.analysis.verdict import LOAD, NEITHER, SERVER, Side
+from pglimits_core.analysis.verdict import LOAD, NEITHER, NOT_COMPARABLE, SERVER, Side
 
 
 def test_judge_sides_reads_floors_and_upper_bounds_the_way_they_move_the_ratio():
@@ -50,12 +50,14 @@ def test_pubsub_seed_rows_come_from_the_fan_out_10_ceilings():
     assert published["our ratio A/B"] == pytest.approx(11 / 14, abs=0.01) and published.verdict.startswith("agree")
     assert "psload" in published["ours A"] and "3 × 30-s windows" in published["ours A"]
     p99 = rows.loc["delivery p99 ms (at the ceiling: publishers flat out)"]
-    assert p99["our ratio A/B"] == pytest.approx(1.2) and p99.verdict == "agree"
-    # a load-limited ceiling: its closed-loop p99 is the load's, never judged
+    # a closed loop's p99 at the ceiling against the source's from the intended send: shown, not judged
+    assert pd.isna(p99["our ratio A/B"]) and p99.verdict.startswith("not comparable")
+    assert p99["verdict class"] == NOT_COMPARABLE
+    # a load-limited ceiling is a floor: the ratio is a bound, printed as one
     capacity.loc[1, "ceiling_limit"] = LOAD
     rows = seed_comparison({"capacity": capacity}).set_index("figure")
-    assert rows.loc["delivery p99 ms (at the ceiling: publishers flat out)"].verdict.startswith("inconclusive")
-    assert rows.loc["published per s (the ceiling: publishers flat out)"]["ours B"].startswith("≥ ")
+    published = rows.loc["published per s (the ceiling: publishers flat out)"]
+    assert published["ours B"].startswith("≥ ") and published["our ratio A/B"] == "≤ 0.79×"
 
 
 def _vectors_row(engine: str, ef: int, ceiling: float, capacity: float, cores: float) -> dict:

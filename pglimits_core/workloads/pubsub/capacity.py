@@ -47,13 +47,25 @@ def undelivered(outcome: dict[str, Any]) -> int:
 
 def reading(summary: Any, offered: float, outcome: dict[str, Any] | None) -> PointResult:
     """A rate point from its outcome: achieved = messages meant for the window delivered per
-    subscriber per second, p50/p99 delivery from the intended publish; a point with undelivered
+    subscriber per second, at most what the publishers started in it, p50/p99 delivery from the intended publish; a point with undelivered
     messages does not hold (its backlog growth is ``UNDELIVERED``)."""
     if not outcome or not outcome.get("delivery"):
         return PointResult(offered=offered, achieved=0.0, p50_us=None, p99_us=None, extra={"failed": "no outcome"})
     missing = undelivered(outcome)
-    return replace(point_result(outcome, offered), backlog_growth=UNDELIVERED if missing else 0.0,
+    point = point_result(outcome, offered)
+    # deliveries are counted by intended time, so without loss they always equal the offered
+    # rate: the publishers' own started-in-window rate is what shows a publisher falling behind
+    started = publisher_rate(summary)
+    achieved = point.achieved if started is None else min(point.achieved, started)
+    return replace(point, achieved=achieved, backlog_growth=UNDELIVERED if missing else 0.0,
                    extra={"undelivered": missing, "subscribers": outcome.get("subscribers")})
+
+
+def publisher_rate(summary: Any) -> float | None:
+    """The open-loop publishers' achieved rate in the measured window (None: not recorded)."""
+    entries = [e for e in summary.entries if e.phase == "measure" and e.role == "publisher"] if summary else []
+    rates = [e.achieved_rate for e in entries if getattr(e, "achieved_rate", None) is not None]
+    return sum(rates) if rates else None
 
 
 def items_per_s(summary: Any) -> float:
@@ -174,4 +186,4 @@ def capacity_decisions(tables: dict[str, Any]) -> list[Any]:
     from pglimits_core.experiments.capacity_cells import capacity_cells
 
     return capacity_cells("pubsub", tables.get("capacity"), "messages/s", ["subscribers"],
-                          lambda key: f"{int(key[0])} subscribers", "delivery")
+                          lambda key: f"{int(key[0])} subscriber{'' if int(key[0]) == 1 else 's'}", "delivery")

@@ -24,28 +24,28 @@ def colour_for(variant: str) -> str:
     """A variant's system colour: the colour of its server (the queue study's Postgres and Redis)."""
     return system_colour(variant, SERVER_FOR.get(variant.split()[0]))
 
-HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (psycopg 3 `notifies()`; `pg_notify` in autocommit, one publish = one "
-               "transaction, or `batch=n` notifications per transaction) vs Redis PUBLISH/SUBSCRIBE (redis-py; "
-               "`batch=n` = a pipeline of n). Subscribers are load workers listening before the first publish; "
-               "delivery latency runs from each message's *intended* publish time to its receipt; every "
-               "delivery is accounted per publisher and sequence number (lost, duplicated, reordered). "
-               "ᶜ = client-bound (the Python clients — publishers and subscribers — not the server, ran out of CPU: a floor for the server); "
-               "ˡ = lag-dominated (the publishers' own schedule lag is at least half the delivery p99: the tail was "
-               "made in the publisher, not in delivery); not sustained = the publishers fell below 95 % of the "
-               "offered rate (a stall, not a latency claim); runs \"with CPU unexplained\" = the machine was busier "
-               "than client + server account for (more than 20 % of a core: a neighbour, processes too short-lived "
-               "for the once-a-second sampler, or — in records taken before the machine's CPU was read from the "
-               "cgroup's exact counter — /proc/stat's tick sampling misreading light bursty load, which also failed "
-               "the sampler check of a few light runs: they are counted as failed); (backlog) after deliveries/s = the subscribers were "
-               "still receiving ≥ 1 % of the messages after the publishers stopped — a growing backlog, not a delivery rate. Open-loop rows count "
-               "what the publishers achieved in the window (late sends are not throughput). One synchronous "
-               "publisher waits for each publish (for Postgres a transaction: an xid and a commit record, not "
-               "waited for on disk: the transaction wrote no WAL before it), so flat-out rows with 1 publisher measure that publisher; 4 publishers remove that cap, but on "
-               "2 cores shared with 10 Python subscribers they are still client-bound (ᶜ). The servers' own cost, "
-               "server CPU ms per 1,000 deliveries, is shown beside them, never deciding (one or two one-second "
-               "samples per run; it depends on the load: idle cost weighs on low rates). The two make different "
-               "promises: a NOTIFY is transactional — delivered only if and after its transaction commits (a "
-               "transaction that only notifies does not wait for its commit record's flush, whatever "
+HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (`pg_notify` in autocommit: one publish = one transaction, or `batch=n` "
+               "notifications per transaction) vs Redis PUBLISH/SUBSCRIBE (`batch=n` = a pipeline of n), each server "
+               "on a CPU of its own and every load on the other. The capacity table comes first: psload (Go; pgx and "
+               "go-redis) runs 4 synchronous publisher connections sending 64-byte messages on one channel and "
+               "every subscriber, all on the load's CPU; its ceiling is the publishers flat out (3 × 30 s), its "
+               "capacity the highest offered rate whose delivery p99 from each message's *intended* publish held "
+               "10 ms with every message delivered, over three 30-s windows. psload's own limits: its publishers "
+               "wake up to ~1 ms late (Go's timers: publisher schedule-lag p99 1.0 ms at 300 messages/s, in every "
+               "p99 on both sides), and no second load checks it at these rates (the Python harness, on the same "
+               "CPU, reaches ×0.08–×0.44 of psload's ceilings: its checks say \"no check\"). The fan-out sweep and "
+               "the failure modes below run the harness's Python publishers and subscribers (psycopg 3 "
+               "`notifies()`, redis-py) in 3-s windows: indicative, never deciding. Subscribers listen before the "
+               "first publish; every delivery is accounted per publisher and sequence number (lost, duplicated, "
+               "reordered). ᶜ = load-limited (the load's CPU, not the server's, saturated: a floor for the server); "
+               "ˡ = lag-dominated (the publishers' own schedule lag is at least half the delivery p99: with "
+               "synchronous publishers a slow server shows there too); not sustained = the publishers fell below "
+               "95 % of the offered rate; (backlog) after deliveries/s = the subscribers were still receiving ≥ 1 % "
+               "of the messages after the publishers stopped — a growing backlog, not a delivery rate. Open-loop "
+               "rows count what the publishers achieved in the window. Server CPU per message (or per 1,000 "
+               "deliveries) is the server's processes over the exact window, shown, never deciding. The two make "
+               "different promises: a NOTIFY is transactional — delivered only if and after its transaction commits "
+               "(a transaction that only notifies does not wait for its commit record's flush, whatever "
                "`synchronous_commit` says; one that also writes does) — and held for listeners that fall behind "
                "in one queue shared by every listener (8 GB in PostgreSQL's documentation, not measured here: one "
                "stuck listener pins it for all, and when it is full NOTIFY fails at commit); a PUBLISH is "
@@ -67,8 +67,8 @@ CAPTIONS = {
     "commit_serialization": "Commit serialization (Postgres): single-row writers alone; in an explicit "
                             "transaction that also selects a message-sized value (the control: the same round "
                             "trips); notifying in that transaction; and beside a separate NOTIFY publisher. What "
-                            "NOTIFY costs is notify_in_txn against txn_without_notify (which also pays for delivering its notifications "
-                            "to the listener on the same 2 cores). NOTIFY's commit lock would cap notifying commits "
+                            "NOTIFY costs is notify_in_txn against txn_without_notify (both with the writers on the load's CPU: "
+                            "where that CPU saturated, ᶜ, the rates are the writers' floors). NOTIFY's commit lock would cap notifying commits "
                             "near one per WAL flush; the rates here stay below that, so the lock is not shown to bind",
     "idle_listeners": "Flat-out publishing with idle listeners on other channels",
     "stuck_subscriber": "A stuck subscriber (subscriber 0 stops reading; Postgres: inside an open transaction). "
@@ -82,7 +82,7 @@ CAPTIONS = {
 NOTE = ("Every point is one recorded run on a fresh channel. <code>delivered_ratio</code> = deliveries counted by the "
         "subscribers / messages the publishers confirmed × subscribers; <code>sustained</code> = publishers kept "
         "≥ 95 % of the offered rate; <span class='flag'>client-bound</span> = the load workers (publishers and "
-        "subscribers, all Python processes on the same 2 cores) ran out of CPU.")
+        "subscribers, on the load's CPU) ran out of CPU.")
 
 
 def fanout_chart(table: pd.DataFrame) -> plt.Figure:
@@ -181,13 +181,15 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
 SEED = {"published_per_s": (11_700, 14_200), "delivery_p99_ms": (2.0, 1.7)}
 SEED_NOTES = ["Pub/sub: the source measured fan-out ×10 on 7 vCPU: Postgres ~11.7k messages/s published (117k "
               "deliveries/s), p99 2.0 ms; Redis ~14.2k/142k, p99 1.7 ms, each p99 beside its published rate "
-              "(the load it was taken at is not stated). Ours, where the records hold the capacity experiment: "
-              "the ceiling at fan-out 10, one message per publish, psload's 4 publishers flat out with the "
-              "server on its own core (3 × 30 s; the lower of published/s and the subscribers' received/s), "
-              "and the delivery p99 of those windows, judged only where both ceilings were their servers' (a "
-              "load-limited closed loop's p99 is its load's). In older records: the fan-out sweep's flat-out "
-              "rows, on 2 cores shared by publishers, 10 Python subscribers and the server — client-bound, so "
-              "no ratio is judged there, and their p99 is a saturated Python loop's."]
+              "(the load it was taken at, its payload and publisher count are not stated): Redis ahead by ×1.21, "
+              "inside this study's ±25 % band. Ours, where the records hold the capacity experiment: the ceiling "
+              "at fan-out 10, one 64-byte message per publish, psload's 4 publishers flat out (3 × 30 s; the "
+              "lower of published/s and the subscribers' received/s) with each server on one core of its own — "
+              "not the source's setup: on 7 vCPU Postgres's publisher and listener backends spread over cores, "
+              "here they share one, which weighs against Postgres; Redis runs one thread either way. Our "
+              "delivery p99 at the ceiling is a closed loop's, the source's from the intended send: shown, never "
+              "judged. In older records: the fan-out sweep's flat-out rows, on 2 cores shared by publishers, 10 "
+              "Python subscribers and the server — client-bound, so no ratio is judged there."]
 
 
 def seed_comparison(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -205,10 +207,10 @@ SEED_SOURCE = "pub/sub fan-out ×10 (7 vCPU)"
 def capacity_seed_rows(capacity: pd.DataFrame | None) -> list[dict]:
     """Published/s and delivery p99 at the ceiling (publishers flat out, 3 steady windows) of
     pg_notify and redis_publish at fan-out 10, judged by the one rule on their Sides; [] without
-    both. A p99 is judged only where both ceilings were the servers' (a load-limited closed loop's
-    latency is the load's)."""
-    from pglimits_core.analysis.seed import judge_sides
-    from pglimits_core.analysis.verdict import decide
+    both. The delivery p99 is shown beside the source's, never judged: ours is a closed loop's at
+    its ceiling, the source's from each message's intended send."""
+    from pglimits_core.analysis.seed import bounded_ratio, judge_sides
+    from pglimits_core.analysis.verdict import NOT_COMPARABLE, NOT_RECORDED
     from pglimits_core.experiments.capacity_cells import ceiling_side
 
     if capacity is None or capacity.empty or "subscribers" not in capacity:
@@ -222,27 +224,25 @@ def capacity_seed_rows(capacity: pd.DataFrame | None) -> list[dict]:
     seed_rate = SEED["published_per_s"][0] / SEED["published_per_s"][1]
     ratio, judged, klass = judge_sides(a, b, seed_rate, seed_rate)
     rows = [_seed_row("published per s (the ceiling: publishers flat out)", "published_per_s",
-                      _ceiling_text(a, pg), _ceiling_text(b, redis), ratio, judged, klass)]
+                      _ceiling_text(a, pg), _ceiling_text(b, redis), bounded_ratio(ratio, a, b), judged, klass)]
     p99s = [_number(row.get("ceiling_delivery_p99_ms")) for row in (pg, redis)]
-    seed_p99 = SEED["delivery_p99_ms"][0] / SEED["delivery_p99_ms"][1]
-    p99_ratio = p99s[0] / p99s[1] if None not in p99s and p99s[1] else None
-    if p99_ratio is None:
-        p99_judged = "not measured on both sides"
-    elif a is None or b is None or a.limit != "server" or b.limit != "server":
-        p99_judged = "inconclusive: a ceiling not set by its server (its p99 is the load's)"
-    else:
-        p99_judged = verdict_short(p99_ratio, seed_p99)
+    # ours is a closed loop's p99 at the ceiling (delivery from the publish), the source's from
+    # each message's intended send at a stated rate: shown side by side, never judged
+    p99_judged, p99_class = ("not comparable: ours is a closed loop's p99 at its ceiling, the source's is measured "
+                             "from the intended send"), NOT_COMPARABLE
+    if None in p99s:
+        p99_judged, p99_class = "not measured on both sides", NOT_RECORDED
     rows.append(_seed_row("delivery p99 ms (at the ceiling: publishers flat out)", "delivery_p99_ms",
                           None if p99s[0] is None else round(p99s[0], 2), None if p99s[1] is None else round(p99s[1], 2),
-                          p99_ratio, p99_judged, decide(a, b).klass if a and b else "—"))
+                          None, p99_judged, p99_class))
     return rows
 
 
-def _seed_row(figure: str, metric: str, ours_a, ours_b, ratio: float | None, judged: str, klass: str) -> dict:
+def _seed_row(figure: str, metric: str, ours_a, ours_b, ratio: float | str | None, judged: str, klass: str) -> dict:
     seed_pg, seed_redis = SEED[metric]
     return {"source": SEED_SOURCE, "figure": figure, "A / B": "pg_notify batch=1 / redis_publish batch=1",
             "seed A": seed_pg, "seed B": seed_redis, "seed ratio A/B": round(seed_pg / seed_redis, 2),
-            "ours A": ours_a, "ours B": ours_b, "our ratio A/B": None if ratio is None else round(ratio, 2),
+            "ours A": ours_a, "ours B": ours_b, "our ratio A/B": round(ratio, 2) if isinstance(ratio, float) else ratio,
             "verdict": judged, "verdict class": klass}
 
 

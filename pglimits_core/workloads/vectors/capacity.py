@@ -171,8 +171,8 @@ def recall_of(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def capacity_decisions(tables: dict[str, Any]) -> list[Any]:
-    """The capacity cells (``experiments.capacity_cells``): one scale per recall target (each
-    design is an engine at the ef that reaches it; the table shows the recall it measured)."""
+    """The capacity cells (``experiments.capacity_cells``): one scale per recall target, each side
+    at its best design whose measured recall reached it (``reached``)."""
     from pglimits_core.experiments.capacity_cells import capacity_cells
 
     return capacity_cells("vectors", reached(tables.get("capacity")), "queries/s", ["recall_target"],
@@ -180,9 +180,13 @@ def capacity_decisions(tables: dict[str, Any]) -> list[Any]:
 
 
 def reached(table: Any) -> Any:
-    """The designs whose measured recall reached the target they stand for: an ef that fell short
-    answers a different question (it is in the table, not in a cell)."""
+    """Per recall target the designs measured: every design whose measured recall reached it, the
+    one it was chosen for or not (an engine whose smaller ef already reaches a higher target
+    stands there too: each side at its best design reaching the recall); an ef that fell short of
+    every target answers a different question (it is in the table, not in a cell)."""
     if table is None or table.empty or "recall_mean" not in table:
         return table
-    recall, target = (pd.to_numeric(table[c], errors="coerce") for c in ("recall_mean", "recall_target"))
-    return table[recall >= target]
+    recall = pd.to_numeric(table.recall_mean, errors="coerce")
+    targets = sorted(pd.to_numeric(table.recall_target, errors="coerce").dropna().unique())
+    scales = [table[recall >= target].assign(recall_target=target) for target in targets]
+    return pd.concat(scales, ignore_index=True) if scales else table.iloc[0:0]
