@@ -194,6 +194,12 @@ def in_force() -> Placement:
     return Placement(SHARED if set(server) & set(here) else SPLIT, server, here)
 
 
+def share_cores_now() -> bool:
+    """Whether the servers and this process's load may run on a common CPU now."""
+    placement = in_force()
+    return bool(set(placement.server_cpus) & set(placement.load_cpus))
+
+
 @contextlib.contextmanager
 def repinned(server_roots: Iterable[int], placement: Placement) -> Iterator[Placement]:
     """A block under another placement with the servers already running: their process trees

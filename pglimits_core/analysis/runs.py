@@ -112,6 +112,8 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             "client_bound": client_bound(manifest, limit),
             "client_bound_reason": manifest.get("client_bound_reason"),
             "limit": limit,  # which side set the limit (``analysis.verdict``)
+            # read from the CPU sets' exact counters (the split placement), not the per-second samples
+            "limit_from_sets": isinstance(manifest.get("limit"), dict) and not shared_cores(manifest),
             "client_cpu_pct": cpu.get("client_cpu_pct_median"),
             "server_cpu_pct": cpu.get("server_cpu_pct_median"),
             "harness_cpu_pct": cpu.get("harness_cpu_pct_median"),  # None in records before it was sampled

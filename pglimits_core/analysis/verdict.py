@@ -41,6 +41,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pglimits_core.samplers.limit import side_of_record
+
 SERVER, LOAD, NEITHER = "server", "load", "neither"
 LIMITS = (SERVER, LOAD, NEITHER)
 
@@ -218,7 +220,8 @@ def limit_from_record(record: Mapping[str, Any] | Any) -> str | None:
     "cannot tell" or "not applicable" -> None)."""
     if "limit" in record:
         recorded = record["limit"]
-        side = recorded.get("side") if isinstance(recorded, Mapping) else recorded
+        exact = (record.get("cpu") or {}).get("exact") if isinstance(record.get("cpu"), Mapping) else None
+        side = side_of_record(dict(recorded), exact) if isinstance(recorded, Mapping) else recorded
         if side in LIMITS or not shared_cores(record):
             return side if side in LIMITS else None
     # a record without the sets' reading, or one whose server and load shared the cores (then the

@@ -50,6 +50,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
+from pglimits_core.placement import share_cores_now
 from pglimits_core.samplers.base import DEFAULT_INTERVAL_S
 
 #: fraction of a CPU ceiling counted as "saturated": per-second samples never reach 100 %
@@ -154,7 +155,7 @@ def host_frame_verdict(frame: Any, client_workers: int, server_cores: int | None
     is None with a "not applicable" reason; the CPU medians are still reported.
 
     Returns the manifest fields ``client_bound``, ``client_bound_reason`` and ``cpu`` (% of
-    one core; client and server always share the cores on one box; ``cpu_sum_error`` reads it).
+    one core; whether client and server share cores is the placement in force; ``cpu_sum_error`` reads it).
     ``cpu`` has ``harness_cpu_pct_median`` (the study's own process) and ``other_cpu_pct_median``
     (the machine's busy CPU less client, server and harness, per second) when the rows have
     the harness series; None in both otherwise (and in records written before it was sampled)."""
@@ -165,7 +166,7 @@ def host_frame_verdict(frame: Any, client_workers: int, server_cores: int | None
     busy = frame["system_cpu_pct"] * cores if "system_cpu_pct" in frame.columns else None
     harness = frame["harness_cpu_pct"] if "harness_cpu_pct" in frame.columns else None
     cpu = {**cpu_medians(frame, busy, harness), "cores": cores, "server_cores": server_cores,
-           "client_and_server_share_cores": True}
+           "client_and_server_share_cores": share_cores_now()}
     if engine_in_client:
         return {"client_bound": None, "client_bound_reason": NOT_APPLICABLE_IN_CLIENT, "cpu": cpu}
     bound, reason = classify_client_bound(_finite(frame["client_cpu_pct"]), _finite(frame["server_cpu_pct"]),
@@ -280,7 +281,7 @@ def _no_split(reason: str, window: dict[str, Any], server_cores: int | None) -> 
                              "client_plus_server_cpu_pct_median", "client_plus_server_over_busy_pct_median",
                              "other_cpu_pct_median"))
     cpu = {**medians, "cores": os.cpu_count() or 1, "server_cores": server_cores,
-           "client_and_server_share_cores": True, **window}
+           "client_and_server_share_cores": share_cores_now(), **window}
     return {"client_bound": None, "client_bound_reason": reason, "cpu": cpu}
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import psutil
 
+from pglimits_core.placement import share_cores_now
+
 #: bytes per write in the fsync probe: one Postgres page, like pg_test_fsync's default
 FSYNC_BLOCK_BYTES = 8192
 #: seconds the fsync probe may take; on a slow disk it stops early rather than stall a run
@@ -92,9 +94,9 @@ def cpu_facts() -> dict[str, Any]:
         "physical_cores": psutil.cpu_count(logical=False),
         "cpu_affinity": affinity,
         "cgroup_cpu_max": cgroup_cpu_limit(),
-        # everything runs on one box with no pinning, so client and server compete for the
-        # same cores; the affinity above is the evidence
-        "client_server_share_cores": True,
+        # one box: the servers and the load share cores unless the placement in force splits
+        # them (the manifest's ``placement`` names both sets)
+        "client_server_share_cores": share_cores_now(),
     }
 
 

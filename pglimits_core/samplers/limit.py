@@ -12,9 +12,13 @@ Read from a window's exact CPU figures (``exact_cpu.window_figures``) and the pl
 - ``neither`` — both sets had idle CPU: the offered rate, a latency target, locks or the disk set
   the figure (an open-loop point below capacity is such a point).
 - None — it cannot be told: the placement shares the cores between the sides (then the old
-  per-second classification is all there is), the window was not read, the engine runs inside
-  the load's processes (SQLite: the load set *is* the system), or a saturated set was busy with
-  someone else's work (a neighbour on a shared machine: the sets pin our processes, not theirs).
+  per-second classification is all there is), the window was not read, or a saturated set was
+  busy with someone else's work (a neighbour on a shared machine: the sets pin our processes,
+  not theirs).
+
+An engine inside the load's processes (SQLite) has no server set: engine and harness share the
+load set and their CPU cannot be told apart, so a saturated load set is a floor (``load``: the
+harness took part of the core), idle CPU ``neither`` (``embedded_side``).
 
 ``SATURATED`` is 0.85: on a pinned core, Postgres at its ceiling under pgbench kept its core
 85-90 % busy (the rest is wake-up gaps between round trips), so a stricter bar would call a
@@ -26,6 +30,9 @@ from __future__ import annotations
 from typing import Any
 
 SATURATED = 0.85
+#: the reason records written before ``embedded_side`` carry for an embedded engine's window
+#: (their exact figures are there: the analysis reads the side from them, ``side_of_record``)
+EMBEDDED_NOT_READ = "not applicable: the engine runs inside the load's processes (on the load set)"
 #: the server's own processes must account for at least this share of its set's busy time before
 #: a saturated set is called the server's limit (otherwise something else ran there)
 OWN_SHARE = 0.7
@@ -34,13 +41,30 @@ OWN_SHARE = 0.7
 def limit_side(exact: dict[str, Any], placement: dict[str, Any], server_ceiling_cores: int | None = None,
                engine_in_client: bool = False) -> dict[str, Any]:
     """``{"side": "server" | "load" | "neither" | None, "reason": ...}`` for one window."""
-    if engine_in_client:
-        return _side(None, "not applicable: the engine runs inside the load's processes (on the load set)")
     if placement.get("client_and_server_share_cores", True):
         return _side(None, "cannot tell from the sets: the placement shares the cores between server and load")
     if exact.get("error") or exact.get("server_set_busy") is None or exact.get("load_set_busy") is None:
         return _side(None, f"cannot tell: {exact.get('error') or 'the window CPU was not read'}")
+    if engine_in_client:
+        return embedded_side(exact)
     return _split_side(exact, server_ceiling_cores)
+
+
+def embedded_side(exact: dict[str, Any]) -> dict[str, Any]:
+    """An engine that runs inside the load's processes (SQLite): engine and harness share the load
+    set, and their CPU cannot be told apart. Saturated by them: a floor (``load``) — the harness's
+    own work (Python, per operation) took part of the core the engine would have had, so the
+    figure is at least what SQLite does here, never its ceiling; idle CPU left: the offered rate,
+    the write lock or the disk set it (``neither``)."""
+    load_busy, cores = exact["load_set_busy"], exact["load_set_cores"]
+    used = (exact.get("load_cores_used") or 0.0) + (exact.get("harness_cores_used") or 0.0)
+    figures = (f"embedded engine: the load set (engine and harness in the same processes) {load_busy:.0%} busy, "
+               f"{used:.2f} of {cores} cores by them")
+    if load_busy >= SATURATED and used >= OWN_SHARE * load_busy * cores:
+        return _side("load", f"load-limited (a floor): engine and harness saturated their shared set; {figures}")
+    if load_busy >= SATURATED:
+        return _side(None, f"cannot tell: the set was saturated by other processes; {figures}")
+    return _side("neither", f"its set not saturated; {figures}")
 
 
 def _split_side(exact: dict[str, Any], server_ceiling_cores: int | None) -> dict[str, Any]:
@@ -67,3 +91,12 @@ def _split_side(exact: dict[str, Any], server_ceiling_cores: int | None) -> dict
 
 def _side(side: str | None, reason: str) -> dict[str, Any]:
     return {"side": side, "reason": reason, "saturated_at": SATURATED}
+
+
+def side_of_record(limit: dict[str, Any], exact: dict[str, Any] | None) -> str | None:
+    """The side a record's ``limit`` names; for an embedded engine's record written before
+    ``embedded_side``, the side its own exact figures give."""
+    side = limit.get("side")
+    if side is None and limit.get("reason") == EMBEDDED_NOT_READ and exact and exact.get("load_set_busy") is not None:
+        return embedded_side(exact)["side"]
+    return side

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from pglimits_core.analysis.verdict import limit_from_record
 from pglimits_core.samplers.exact_cpu import ProcessCounters, Snapshot, side_ticks, window_figures
-from pglimits_core.samplers.limit import limit_side
+from pglimits_core.samplers.limit import EMBEDDED_NOT_READ, limit_side, side_of_record
 
 SPLIT = {"mode": "split", "server_cpus": [0], "load_cpus": [1], "client_and_server_share_cores": False}
 
@@ -87,8 +88,28 @@ def test_a_server_set_saturated_by_someone_else_cannot_be_told():
     assert side["side"] is None and "other processes" in side["reason"]
 
 
-def test_shared_cores_an_embedded_engine_and_an_unread_window_are_not_judged():
+def test_shared_cores_and_an_unread_window_are_not_judged():
     shared = {**SPLIT, "client_and_server_share_cores": True}
     assert limit_side(exact(0.95, 0.95, 0.9), shared)["side"] is None
-    assert limit_side(exact(0.95, 0.95, 0.9), SPLIT, engine_in_client=True)["side"] is None
+    assert limit_side(exact(0.95, 0.95, 0.9), shared, engine_in_client=True)["side"] is None
     assert limit_side({"error": "the load ended before it"}, SPLIT)["side"] is None
+
+
+def test_an_embedded_engine_saturating_its_shared_set_is_a_floor_never_a_ceiling():
+    # SQLite's engine runs in the harness's processes: their CPU cannot be told apart, and the
+    # harness's share of the core is one the engine did not get
+    assert limit_side(exact(0.0, 0.97, 0.0), SPLIT, engine_in_client=True)["side"] == "load"
+    assert limit_side(exact(0.0, 0.60, 0.0), SPLIT, engine_in_client=True)["side"] == "neither"
+    crowded = limit_side(exact(0.0, 0.97, 0.0, load_used=0.2), SPLIT, engine_in_client=True)
+    assert crowded["side"] is None and "other processes" in crowded["reason"]
+
+
+def test_an_embedded_engines_record_from_before_the_rule_is_read_from_its_own_figures():
+    old = {"side": None, "reason": EMBEDDED_NOT_READ}
+    assert side_of_record(old, exact(0.0, 0.97, 0.0)) == "load"
+    assert side_of_record(old, exact(0.0, 0.40, 0.0)) == "neither"
+    assert side_of_record(old, None) is None
+    assert side_of_record({"side": None, "reason": "cannot tell: the window CPU was not read"}, exact(0.0, 0.97, 0.0)) is None
+    assert side_of_record({"side": "load", "reason": "load-limited"}, exact(0.0, 0.97, 0.0)) == "load"
+    manifest = {"limit": old, "cpu": {"exact": exact(0.0, 0.97, 0.0)}, "placement": SPLIT}
+    assert limit_from_record(manifest) == "load"

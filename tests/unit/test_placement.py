@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 
+import pandas as pd
 import pytest
 
+from pglimits_core import placement
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.placement import SERVER_CPUS_ENV, held, in_force, placed, resolve, server_argv
 from pglimits_core.profiles import PlacementSpec
@@ -68,3 +70,18 @@ def test_held_says_whether_every_observed_process_stayed_in_its_set():
     assert held(config, {"server_affinity": [[0]], "load_affinity": [[1]]}) is True
     assert held(config, {"server_affinity": [[0, 1]], "load_affinity": [[1]]}) is False
     assert held(config, {}) is None
+
+
+def test_the_cpu_facts_say_whether_server_and_load_share_cores_under_the_placement_in_force(monkeypatch):
+    from pglimits_core.samplers.classify import host_frame_verdict
+    from pglimits_core.samplers.host_facts import cpu_facts
+
+    monkeypatch.setattr(placement.os, "sched_getaffinity", lambda pid: {1})
+    monkeypatch.setenv(placement.SERVER_CPUS_ENV, "0")
+    assert cpu_facts()["client_server_share_cores"] is False
+    frame = pd.DataFrame({"client_cpu_pct": [50.0, 60.0], "server_cpu_pct": [90.0, 95.0]})
+    assert host_frame_verdict(frame, 4)["cpu"]["client_and_server_share_cores"] is False
+    monkeypatch.setenv(placement.SERVER_CPUS_ENV, "0,1")
+    assert cpu_facts()["client_server_share_cores"] is True
+    monkeypatch.delenv(placement.SERVER_CPUS_ENV)
+    assert host_frame_verdict(frame, 4)["cpu"]["client_and_server_share_cores"] is True

@@ -101,7 +101,7 @@ def test_qdrant_scans_a_filtered_set_under_its_full_scan_threshold_exactly():
     graph = filter_path(100_000, 2, 384, 10_000)
     assert graph["plan_path"] == "HNSW graph with the filter (expected)" and graph["threshold_vectors"] == 6667
     assert graph["filtered_per_segment"] == 50_000
-    # 5,000 and 8,000 per segment: the quick profile's 50 and 80 %, where Qdrant's estimate decides
+    # 5,000 and 8,000 per segment (50 and 80 % of 20,000 vectors): Qdrant's estimate decides
     for kept in (10_000, 16_000):
         assert filter_path(kept, 2, 384, 10_000)["plan_path"] == "near full_scan_threshold: exact or graph"
 

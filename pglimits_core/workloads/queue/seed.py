@@ -1,9 +1,8 @@
 """The source documents' headline figures, set beside this study's as ratios between systems.
 
-The hardware differs (the seeds ran on 7-vCPU and Hetzner AX-52 boxes; this study may run on
-2 shared cores), so absolute numbers are not comparable; the ratio between two systems measured
-on the same box is. Seed numbers below are quoted from the source documents (``docs/SOURCES.md``); our side is always computed
-from the queue tables (which come from run records only), never typed.
+The hardware differs (the seeds ran on 7-vCPU and Hetzner AX-52 boxes), so absolute numbers are not
+comparable; the ratio between two systems on the same box is. Seed numbers are quoted from the
+source documents (``docs/SOURCES.md``); ours come from the queue tables (run records only).
 
 Both sides of a ratio come from one durability class (fsync per commit / periodic / none), so a
 ratio never compares different promises: SQLite vs Postgres at matched per-commit durability is
@@ -375,8 +374,16 @@ def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured 
             "A / B": f"{claim.a_label} / {claim.b_label}", "seed durability": claim.seed_durability,
             "seed A": _seed_text(claim.seed_a, unit), "seed B": _seed_text(claim.seed_b, unit),
             "seed ratio A/B": _range_text(low, high), "ours A": _ours_text(a, unit), "ours B": _ours_text(b, unit),
-            "our ratio A/B": None if ratio is None else round(ratio, 2), "verdict": judged,
+            "our ratio A/B": _ratio_text(ratio, a, b, claim.metric), "verdict": judged,
             "verdict class": judged_by}
+
+
+def _ratio_text(ratio: float | None, a: Measured | None, b: Measured | None, metric: str) -> float | str | None:
+    """Our A/B as printed: a bound ("≤ 0.41×") where a throughput side is a floor (``bounded_ratio``)."""
+    from pglimits_core.analysis.seed import bounded_ratio
+    sides = metric.startswith("throughput") and a is not None and b is not None and a.side and b.side
+    return bounded_ratio(ratio, a.side, b.side) if ratio is not None and sides else (
+        None if ratio is None else round(ratio, 2))
 
 
 def _seed_text(value: tuple[float, float], unit: str) -> str:

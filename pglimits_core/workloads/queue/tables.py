@@ -49,14 +49,18 @@ def queue_frame(records: list[dict]) -> pd.DataFrame:
 
 def _no_verdict_on_unexplained_cpu(frame: pd.DataFrame) -> pd.DataFrame:
     """A run whose machine was busier than its client and server explain (processes the sampler
-    missed, or a neighbour) has no trustworthy CPU split: its client-bound verdict is "cannot
-    tell" (None), never a ᶜ or a "not client-bound"; nor can it say which side set the limit."""
+    missed, or a neighbour) has no trustworthy per-second CPU split: its client-bound verdict is
+    "cannot tell" (None), never a ᶜ or a "not client-bound"; nor can it say which side set the
+    limit — unless the limit was read from the CPU sets' exact counters (the split placement),
+    which see a neighbour on a saturated set themselves."""
     if "other_cpu_pct" not in frame or "client_bound" not in frame:
         return frame
     untrusted = frame.other_cpu_pct.map(busy_neighbour)
+    from_sets = frame["limit_from_sets"].fillna(False).astype(bool) if "limit_from_sets" in frame else False
     limits = pd.Series(run_limits(frame), index=frame.index, dtype=object)
-    return frame.assign(client_bound=frame.client_bound.astype(object).where(~untrusted, None),
-                        limit=limits.where(~untrusted, None))
+    trusted = ~untrusted | from_sets
+    return frame.assign(client_bound=frame.client_bound.astype(object).where(trusted, None),
+                        limit=limits.where(trusted, None))
 
 
 def queue_run_columns(manifest: dict) -> dict:

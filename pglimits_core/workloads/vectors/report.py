@@ -9,7 +9,6 @@ import pandas as pd
 
 from pglimits_core.analysis.runs import SATURATED_SHARE, flag
 from pglimits_core.analysis.seed import verdict_short
-from pglimits_core.analysis.verdict import NOT_COMPARABLE
 from pglimits_core.plotting.figures import colour_for, hatch_for, line_style_for, wrap_label
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.vectors.matched import MARKS, server_us
@@ -230,8 +229,9 @@ def capacity_seed_rows(capacity: pd.DataFrame | None, seed: float) -> list[dict]
     """The seed's QPS ratio against the capacity experiment's designs at recall ≥ 0.95 on both
     engines (each at the ef that reached it, on PostgreSQL 16): their ceilings (closed loop, as
     the source's QPS: it states no latency bound, so the capacity at a p99 target is not its
-    figure), and the server CPU per query at the ceiling (exact counters over its windows,
-    printed as queries per server CPU-second); [] without both."""
+    figure); [] without both. The server CPU per query at the ceiling is the capacity table's
+    column, not a row here: with each server on one core it restates the ceiling's ratio, and the
+    source states one figure."""
     from pglimits_core.experiments.capacity_cells import ceiling_side
     from pglimits_core.workloads.vectors.capacity import reached
 
@@ -246,7 +246,7 @@ def capacity_seed_rows(capacity: pd.DataFrame | None, seed: float) -> list[dict]
     qd, pg = (rows.loc[pd.to_numeric(rows.ceiling_per_s, errors="coerce").fillna(-1).idxmax()] for rows in (qd, pg))
     efs = f"ef {int(qd.ef)} / {int(pg.ef)}, recall {qd.recall_mean:.3f} / {pg.recall_mean:.3f}"
     return [_capacity_row(f"QPS at recall ≥ 0.95 (the source's 0.968 / 0.949), the ceiling ({_clients(qd)}, {efs})",
-                          ceiling_side(qd), ceiling_side(pg), seed, qd, pg), _cpu_row(qd, pg, seed)]
+                          ceiling_side(qd), ceiling_side(pg), seed, qd, pg)]
 
 
 def _clients(row: pd.Series) -> str:
@@ -272,20 +272,6 @@ def _ceiling_text(side, row: pd.Series) -> str | None:
     tool = row.get("ceiling_by") if isinstance(row.get("ceiling_by"), str) else "the harness"
     return (f"{'≥ ' if side.floor else ''}{side.value:,.0f} QPS ({low:,.0f}–{high:,.0f}, {int(row.ceiling_runs)} × "
             f"{float(row.ceiling_s):g}-s windows, {tool})")
-
-
-def _cpu_row(qd: pd.Series, pg: pd.Series, seed: float) -> dict:
-    """Queries per server CPU-second at the ceiling (server cores used over the windows / rate):
-    what a server core buys, beside the rates (a figure, never the reason for a verdict)."""
-    per_core = [_num(row.ceiling_per_s) / _num(row.get("ceiling_server_cores")) for row in (qd, pg)]
-    ours = per_core[0] / per_core[1] if all(v > 0 for v in per_core) else None
-    return {"source": SOURCE, "figure": "queries per server CPU-second at recall ≥ 0.95 (at the ceiling; exact CPU "
-                                        "counters over its windows)",
-            "A / B": ENGINES, "seed A": 4_700, "seed B": 3_600, "seed ratio A/B": round(seed, 2),
-            "ours A": _round(per_core[0]), "ours B": _round(per_core[1]), "our ratio A/B": _round(ours, 2),
-            # with each server held to one core this restates the ceiling row's ratio: context, not a second claim
-            "verdict": "not comparable: the source's figure is QPS, ours per server CPU-second (with the server on "
-                       "one core, the ceiling row's ratio again)", "verdict class": NOT_COMPARABLE}
 
 
 def sweep_seed_rows(matched: pd.DataFrame, seed: float) -> list[dict]:
