@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server redis-tools acl chromium)   # Redis 7.0.15 + redis-benchmark; setfacl for the Postgres user; headless Chromium renders the HTML report in its test
+APT_PACKAGES=(redis-server redis-tools acl chromium libsqlite3-dev)   # Redis 7.0.15 + redis-benchmark; setfacl for the Postgres user; headless Chromium renders the HTML report in its test; SQLite's headers, so qload links the very libsqlite3 Python's sqlite3 uses
 PYTHON=${PYTHON:-python3.11}
 STAMP=.venv/.pglimits-setup
 
@@ -77,9 +77,9 @@ install_vegeta() {
 install_go_tool() {
   # a compiled load in tools/<name> (Go, module versions pinned in its go.mod and go.sum): qload
   # for the queue, psload for pub/sub; rebuilt when its sources change (their hash is stamped
-  # beside the binary)
-  local name=$1 want
-  want=$(cat "tools/$name"/*.go "tools/$name/go.mod" "tools/$name/go.sum" | sha256sum | cut -c1-16)
+  # beside the binary); $2: build tags (qload: libsqlite3, the system's SQLite through cgo)
+  local name=$1 tags=${2:-} want
+  want=$( (cat "tools/$name"/*.go "tools/$name/go.mod" "tools/$name/go.sum"; echo "tags=$tags") | sha256sum | cut -c1-16)
   if [ -x "$TOOLS_BIN/$name" ] && [ "$(cat "$TOOLS_BIN/$name.stamp" 2>/dev/null)" = "$want" ]; then
     return
   fi
@@ -89,7 +89,7 @@ install_go_tool() {
   fi
   log "$name (go build tools/$name into ${TOOLS_BIN})"
   mkdir -p "$TOOLS_BIN"
-  (cd "tools/$name" && go build -mod=readonly -o "../../$TOOLS_BIN/$name" .)
+  (cd "tools/$name" && CGO_ENABLED=1 go build -mod=readonly -tags "$tags" -o "../../$TOOLS_BIN/$name" .)
   echo "$want" > "$TOOLS_BIN/$name.stamp"
 }
 
@@ -98,6 +98,6 @@ check_java
 install_python
 install_servers
 install_vegeta
-install_go_tool qload
+install_go_tool qload libsqlite3
 install_go_tool psload
 log "done — .venv/bin/pglimits doctor shows what is installed"

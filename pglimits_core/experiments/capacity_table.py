@@ -184,26 +184,45 @@ def required(row: dict[str, Any]) -> int:
     return int(row["manifest"]["params"].get("confirmations_required") or 1)
 
 
-def confirmed(rows: list[dict[str, Any]]) -> tuple[float | None, list[dict[str, Any]]]:
-    """The highest rate whose confirmation ran every window it needed and all of them held (an
-    interrupted confirmation, 1 of 3 windows measured, confirms nothing), with those windows."""
+def confirmed(rows: list[dict[str, Any]], below: float | None = None) -> tuple[float | None, list[dict[str, Any]]]:
+    """The highest rate (under ``below``, if given) whose confirmation ran every window it needed
+    and all of them held (an interrupted confirmation, 1 of 3 windows measured, confirms
+    nothing), with those windows."""
     by_rate: dict[float, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        if row["stage"] == CONFIRM:
+        if row["stage"] == CONFIRM and (below is None or row["offered"] < below):
             by_rate[row["offered"]].append(row)
     held = [rate for rate, group in by_rate.items()
             if all(r["held"] for r in group) and len(group) >= required(group[0])]
     return (max(held), by_rate[max(held)]) if held else (None, [])
 
 
-def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def held_up_to(rows: list[dict[str, Any]]) -> tuple[float | None, list[dict[str, Any]], dict[str, Any] | None]:
+    """The capacity: the highest confirmed rate with no steady window missing the target at or
+    below it — a tail that is not monotone in rate (a spike missed at 938/s, 3 windows held at
+    1,313/s) is read at the held rate under the miss, never above it — its windows, and the
+    lowest such miss with the rate that held above it (None where none did). A miss the load
+    caused (its set saturated) bounds nothing."""
     rate, held = confirmed(rows)
+    misses = [r for r in rows if r["stage"] == CONFIRM and not r["held"]
+              and limit_of(r["manifest"]) != LOAD and rate is not None and r["offered"] <= rate]
+    if not misses:
+        return rate, held, None
+    miss = min(misses, key=lambda r: r["offered"])
+    lower, windows = confirmed(rows, below=miss["offered"])
+    return lower, windows, {**miss, "held_above": rate}
+
+
+def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    rate, held, early_miss = held_up_to(rows)
     p99s = [r["point"].p99_us / 1000 for r in held if r["point"].p99_us is not None]
     needed = required(held[0]) if held else 0
     failed = [r for r in rows if r["stage"] == CONFIRM and not r["held"]]
     probes = [r["offered"] for r in rows if r["stage"] == PROBE and r["held"]]
     borrowed = {r["manifest"]["params"].get("target_p99_ms") for r in held if r.get("judged_at_ms") is not None}
     figures: dict[str, Any] = {"capacity_per_s": rate,
+                               # a rate that held all its windows above a steady miss (not the capacity)
+                               "held_above_miss_per_s": early_miss and early_miss["held_above"],
                                # held windows a tighter target confirmed (``stricter_windows``): their target
                                "capacity_windows_of_ms": min(borrowed) if borrowed else None,
                                "confirmations": f"{len(held)} of {needed} held" if rate else "none held",
@@ -216,7 +235,7 @@ def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                "confirm_s": max((r["manifest"]["params"].get("window_s") or 0 for r in rows
                                                  if r["stage"] == CONFIRM), default=None) or None,
                                "probe_held_max_per_s": max(probes) if probes else None,
-                               **_missed_everywhere(rows)}
+                               **_missed_everywhere(rows), **_missed_under(early_miss, rate)}
     if rate is not None:
         # only a steady window's miss bounds the capacity (a short probe's decides nothing); the
         # lowest probe that missed above it is kept to show what the search saw
@@ -256,6 +275,15 @@ def rate_check_figures(checks: list[dict[str, Any]], figures: dict[str, Any]) ->
 
 #: operations a window needs before its p99 is one (the experiment's ``MIN_ITEMS``)
 MIN_ITEMS_FOR_P99 = MIN_ITEMS
+
+
+def _missed_under(miss: dict[str, Any] | None, rate: float | None) -> dict[str, Any]:
+    """Where a steady window missed under every rate that held (a spike at 938/s, held only at
+    1,313/s): the capacity is below that miss, as for a design that held nowhere (``below_*``)."""
+    if miss is None or rate is not None:
+        return {}
+    return {"below_per_s": miss["offered"], "below_limit": limit_of(miss["manifest"]),
+            "below_p99_ms": _ms(miss["point"].p99_us), "below_window_s": miss["manifest"]["params"].get("window_s")}
 
 
 def _missed_everywhere(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -39,29 +39,49 @@ OWN_SHARE = 0.7
 
 
 def limit_side(exact: dict[str, Any], placement: dict[str, Any], server_ceiling_cores: int | None = None,
-               engine_in_client: bool = False) -> dict[str, Any]:
-    """``{"side": "server" | "load" | "neither" | None, "reason": ...}`` for one window."""
+               engine_in_client: bool = False, compiled_load: bool = False) -> dict[str, Any]:
+    """``{"side": "server" | "load" | "neither" | None, "reason": ...}`` for one window
+    (``compiled_load``: the load is a compiled tool, not the Python harness)."""
     if placement.get("client_and_server_share_cores", True):
         return _side(None, "cannot tell from the sets: the placement shares the cores between server and load")
     if exact.get("error") or exact.get("server_set_busy") is None or exact.get("load_set_busy") is None:
         return _side(None, f"cannot tell: {exact.get('error') or 'the window CPU was not read'}")
     if engine_in_client:
-        return embedded_side(exact)
+        return embedded_side(exact, compiled_load)
     return _split_side(exact, server_ceiling_cores)
 
 
-def embedded_side(exact: dict[str, Any]) -> dict[str, Any]:
+def embedded_side(exact: dict[str, Any], compiled_load: bool = False) -> dict[str, Any]:
     """An engine that runs inside the load's processes (SQLite): engine and harness share the load
     set, and their CPU cannot be told apart. Saturated by them: a floor (``load``) — the harness's
     own work (Python, per operation) took part of the core the engine would have had, so the
     figure is at least what SQLite does here, never its ceiling; idle CPU left: the offered rate,
-    the write lock or the disk set it (``neither``)."""
+    the write lock or the disk set it (``neither``).
+
+    In a compiled load (qload) the engine runs in a compiled program, as the SQLite source study's
+    Go program did: that program is the system, so its set saturated is the engine's ceiling on
+    those cores (``server``) — the program's own loop stays in the figure, as an application's
+    would, and the study process must have stayed out of the set's busy time."""
     load_busy, cores = exact["load_set_busy"], exact["load_set_cores"]
+    if compiled_load:
+        return _compiled_embedded_side(exact)
     used = (exact.get("load_cores_used") or 0.0) + (exact.get("harness_cores_used") or 0.0)
     figures = (f"embedded engine: the load set (engine and harness in the same processes) {load_busy:.0%} busy, "
                f"{used:.2f} of {cores} cores by them")
     if load_busy >= SATURATED and used >= OWN_SHARE * load_busy * cores:
         return _side("load", f"load-limited (a floor): engine and harness saturated their shared set; {figures}")
+    if load_busy >= SATURATED:
+        return _side(None, f"cannot tell: the set was saturated by other processes; {figures}")
+    return _side("neither", f"its set not saturated; {figures}")
+
+
+def _compiled_embedded_side(exact: dict[str, Any]) -> dict[str, Any]:
+    load_busy, cores = exact["load_set_busy"], exact["load_set_cores"]
+    program, study = exact.get("load_cores_used") or 0.0, exact.get("harness_cores_used") or 0.0
+    figures = (f"embedded engine in a compiled program: its set {load_busy:.0%} busy, {program:.2f} of {cores} "
+               f"cores by the program, {study:.2f} by the study process")
+    if load_busy >= SATURATED and program >= OWN_SHARE * load_busy * cores:
+        return _side("server", f"engine-limited: the program the engine runs in saturated its set; {figures}")
     if load_busy >= SATURATED:
         return _side(None, f"cannot tell: the set was saturated by other processes; {figures}")
     return _side("neither", f"its set not saturated; {figures}")

@@ -29,8 +29,9 @@ PidSource = Callable[[], Iterable[int]]
 class RunCpu:
     """The exact window of one run; the affinity of both sides is read at the window's start."""
 
-    def __init__(self, placement: dict[str, Any], server_pids: PidSource, load_pids: PidSource):
-        self.placement = placement
+    def __init__(self, placement: dict[str, Any], server_pids: PidSource, load_pids: PidSource,
+                 compiled_load: bool = False):
+        self.placement, self.compiled_load = placement, compiled_load
         self.server_pids, self.load_pids = server_pids, load_pids
         sides = {"server": lambda: tree_pids(server_pids()), "load": lambda: list(load_pids()),
                  "harness": lambda: [os.getpid()]}
@@ -51,7 +52,7 @@ class RunCpu:
         ``exact`` figures that go into ``cpu``."""
         exact = {"source": SOURCE, "error": self.not_armed} if self.not_armed else self.window.finish()
         kind = server_class(server)
-        limit = limit_side(exact, self.placement, kind.cpu_ceiling_cores, kind.engine_in_client)
+        limit = limit_side(exact, self.placement, kind.cpu_ceiling_cores, kind.engine_in_client, self.compiled_load)
         seen = {**self.placement, **self.seen, "held": placing.held(self.placement, self.seen)}
         return {"placement": seen, "limit": limit, "exact": exact}
 
@@ -74,7 +75,7 @@ def for_harness(placement: dict[str, Any], server_pids: PidSource, load_pids: Pi
 def for_tool(placement: dict[str, Any], server_pids: PidSource, process: Any, load: Any) -> RunCpu:
     """The window of a tool run, armed when its first command starts, over the tool's measured
     phase (``load.measured_offsets()``: seconds after that start) when it has exactly one."""
-    cpu = RunCpu(placement, server_pids, process.pids)
+    cpu = RunCpu(placement, server_pids, process.pids, compiled_load=True)
     offsets = load.measured_offsets() if hasattr(load, "measured_offsets") else None
     if offsets is None:
         cpu.not_armed = NO_TOOL_WINDOW

@@ -3,7 +3,8 @@ rate any box offers, under the split placement. Each run is an ordinary tool rec
 has the harness's shape (producer: open loop at the offered rate; consumer: send → claim from the
 intended send over every message of the window), every message sent in the window is claimed and
 acknowledged (nothing left in the queue), and the capacity design drives its rate points with it
-when the profile says so. SQLite has no server to drive: asking for it is a one-line error.
+when the profile says so. For SQLite qload is the program the engine runs in (the adapter's
+statements, PRAGMAs and file shards): its saturated set is the engine's limit, not a floor.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ pytestmark = pytest.mark.integration
 
 RATE = 400.0
 VARIANTS = [variant("pg_skiplocked", batch=1), variant("pg_delete", batch=10, synchronous_commit="off"),
-            variant("pgmq", batch=1), variant("redis_reliable"), variant("redis_reliable", pipeline=10, batch=10)]
+            variant("pgmq", batch=1), variant("redis_reliable"), variant("redis_reliable", pipeline=10, batch=10),
+            variant("sqlite_wal", synchronous="full"), variant("sqlite_wal", batch=10, shards=4)]
 
 
 @pytest.fixture(scope="module")
 def study_run(tmp_path_factory):
-    with placed_study(["postgres", "redis"], tmp_path_factory.mktemp("runs"), "qload") as started:
+    with placed_study(["postgres", "redis", "sqlite"], tmp_path_factory.mktemp("runs"), "qload") as started:
         yield started
 
 
@@ -85,9 +87,37 @@ def test_the_capacity_design_drives_its_rate_points_with_qload_when_the_profile_
     assert params["tool"] == "qload" and params["experiment"] == "capacity" and params["stage"] == "probe"
 
 
-def test_an_embedded_queue_has_no_server_to_drive():
-    with pytest.raises(PGLimitsError, match="qload does not drive sqlite_wal"):
-        qload_verbs(variant("sqlite_wal"))
+def test_sqlite_runs_in_qload_with_the_adapters_pragmas_and_files(measured):
+    argv = manifest_of(measured["sqlite_wal batch=1 synchronous=full"])["params"]["tool_commands"][0]["argv"]
+    assert argv[argv.index("-system") + 1] == "sqlite"
+    settings = dict(item.split("=", 1) for item in argv[argv.index("-settings") + 1].split(","))
+    assert settings["synchronous"] == "FULL" and settings["busy_timeout"] == "0" and settings["journal_mode"] == "WAL"
+    sharded = manifest_of(measured["sqlite_wal batch=10 shards=4"])["params"]["tool_commands"][0]["argv"]
+    assert len(sharded[sharded.index("-target") + 1].split(",")) == 4  # one file per shard, as the adapter names them
+
+
+def test_sqlites_burn_down_in_qload_is_the_engines_ceiling_not_a_floor(study_run):
+    """qload's consumers flat out on a prefilled SQLite queue: every job claimed was removed, and the
+    limit is read as the engine's (``server``) or none — never the harness floor (``load``)."""
+    run, split = study_run
+    spec = QueueCapacity(producers=2, consumers=2, prefill=60_000, load="qload")
+    design = QueueDesign(variant("sqlite_wal", batch=1), spec, PrefillSizer())
+    assert design.ceiling_tool().tool == "qload"
+    with placed(split):
+        recorded = design.ceiling_run(run, 4, 1, 2, {"stage": "ceiling", "window_s": 2})
+    assert recorded.status == "complete", recorded.error
+    manifest = manifest_of(recorded)
+    outcome = manifest["params"]["outcome"]
+    assert outcome["removed"] == outcome["claimed_jobs"] == outcome["tool_reported"]["claimed_total"] > 0
+    assert manifest["limit"]["side"] in ("server", "neither"), manifest["limit"]
+    assert "compiled program" in manifest["limit"]["reason"]
+
+
+def test_a_system_qload_does_not_drive_is_a_one_line_error():
+    from pglimits_core.workloads.queue.points import QueueVariant
+
+    with pytest.raises(PGLimitsError, match="qload does not drive kafka"):
+        qload_verbs(QueueVariant("kafka", "kafka"))
 
 
 @pytest.mark.parametrize("options", [{}, {"pipeline": 10, "batch": 10}], ids=["one", "pipelined"])

@@ -103,6 +103,22 @@ def test_a_failed_confirmation_at_a_rate_does_not_count_it_held():
     assert row.capacity_per_s == 765 and row.confirmations == "3 of 3 held"
 
 
+def test_a_capacity_is_never_read_above_a_steady_window_that_missed_below_it():
+    """A tail that is not monotone in rate: a steady window missed at 938/s while 1,313/s held all
+    three — the capacity is the held rate under the miss (656), bracketed by it, and the rate that
+    held above it is kept to show; with nothing held under the miss, the capacity is below it."""
+    records = ([record(CONFIRM, 656, 6)] * 3 + [record(CONFIRM, 938, 6), record(CONFIRM, 938, 119)]
+               + [record(CONFIRM, 1313, 8)] * 3)
+    row = capacity_table(records, reading, lambda s: 0.0).iloc[0]
+    assert row.capacity_per_s == 656 and row.capacity_miss_per_s == 938 and row.held_above_miss_per_s == 1313
+    nothing_under = capacity_table([record(CONFIRM, 938, 119)] + [record(CONFIRM, 1313, 8)] * 3,
+                                   reading, lambda s: 0.0).iloc[0]
+    assert pd.isna(nothing_under.capacity_per_s) and nothing_under.below_per_s == 938
+    monotone = capacity_table([record(CONFIRM, 656, 6)] * 3 + [record(CONFIRM, 938, 60)], reading,
+                              lambda s: 0.0).iloc[0]
+    assert monotone.capacity_per_s == 656 and pd.isna(monotone.held_above_miss_per_s)
+
+
 def test_an_interrupted_confirmation_confirms_nothing():
     """1 of 3 windows measured (a sitting stopped mid-confirmation) holds no rate."""
     records = [record(PROBE, 1000, 30), record(CONFIRM, 900, 6)]
@@ -170,6 +186,19 @@ def test_the_queue_cells_pair_like_for_like_designs_of_a_class_and_judge_by_rate
                            capacity_row("redis_reliable batch=1", 750.0, None, side="dedicated", ceiling=600.0)])
     floored = next(c for c in capacity_cells(floors) if "10 ms" in c.target)
     assert floored.verdict.klass == LOAD_LIMITED  # a floor inside the other's bracket decides nothing
+
+
+def test_a_queue_design_measured_by_its_ceiling_alone_makes_no_cell():
+    """SQLite's ceilings (the source studies' peak figures) have no target: no cell, and they do not
+    enter the ceiling cell of their class either."""
+    sqlite = {**capacity_row("sqlite_wal batch=1", None, None, side="dedicated", klass="periodic", ceiling=9000.0),
+              "target_p99_ms": None}
+    table = pd.DataFrame([capacity_row("pg_skiplocked batch=1", 700.0, 800.0),
+                          capacity_row("redis_reliable appendfsync=always batch=1", 3000.0, 3400.0, side="dedicated"),
+                          sqlite])
+    cells = capacity_cells(table)
+    assert cells and not any("periodic" in c.scale for c in cells)
+    assert all(c.dedicated is None or "sqlite" not in c.dedicated.system for c in cells)
 
 
 def test_a_cell_decides_only_from_steady_windows():

@@ -113,3 +113,16 @@ def test_an_embedded_engines_record_from_before_the_rule_is_read_from_its_own_fi
     assert side_of_record({"side": "load", "reason": "load-limited"}, exact(0.0, 0.97, 0.0)) == "load"
     manifest = {"limit": old, "cpu": {"exact": exact(0.0, 0.97, 0.0)}, "placement": SPLIT}
     assert limit_from_record(manifest) == "load"
+
+
+def test_an_embedded_engine_in_a_compiled_program_saturating_its_set_is_the_engines_ceiling():
+    # qload running SQLite is the program the engine runs in (as the source study's Go program):
+    # its set saturated by it is the engine's limit; by something else, nothing can be told
+    compiled = limit_side(exact(0.0, 0.97, 0.0), SPLIT, engine_in_client=True, compiled_load=True)
+    assert compiled["side"] == "server" and "compiled program" in compiled["reason"]
+    idle = limit_side(exact(0.0, 0.50, 0.0), SPLIT, engine_in_client=True, compiled_load=True)
+    assert idle["side"] == "neither"
+    crowded = limit_side(exact(0.0, 0.97, 0.0, load_used=0.2), SPLIT, engine_in_client=True, compiled_load=True)
+    assert crowded["side"] is None and "other processes" in crowded["reason"]
+    # a compiled load of a server's design still reads the server's set
+    assert limit_side(exact(0.95, 0.5, 0.93), SPLIT, compiled_load=True)["side"] == "server"

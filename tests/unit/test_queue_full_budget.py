@@ -12,7 +12,7 @@ from pglimits_core.workloads.queue.prefill_size import FLOOR, SAFETY, PrefillSiz
 
 #: points per experiment of the full plan (3 repetitions where the experiment repeats)
 DESIGNED = {"throughput": 109, "latency": 51, "steady": 18, "recovery": 20, "consumer_crash": 10, "backup": 6,
-            "harness_bench": 4, "capacity": 7, "placement": 4}
+            "harness_bench": 4, "capacity": 12, "placement": 4, "matched": 30}
 
 
 def full_points():
@@ -71,3 +71,17 @@ def test_the_prefill_is_the_cap_until_a_rate_is_known_then_sized_from_the_best_o
     assert sizer.size("capacity", "v", cap=300_000, seconds=6) == 300_000  # per experiment
     sizer.learn("throughput", "slow", 10.0)
     assert sizer.size("throughput", "slow", cap=200_000, seconds=5) == FLOOR
+
+
+def test_the_source_studies_peak_figures_are_ceilings_alone_and_their_latency_claims_steady_windows():
+    """Five designs measured by their ceiling only (no latency target to search), every matched
+    point a steady window of the compiled load, 3 rounds; 200/s only where the SQLite source's
+    share of this box's pgmq ceiling lands."""
+    points = full_points()
+    ceilings = {p.label for p in points if p.experiment == "capacity" and p.params["targets_ms"] == []}
+    assert ceilings == {"pg_delete batch=10", "sqlite_wal batch=1", "sqlite_wal batch=50",
+                        "sqlite_wal batch=1 shards=4", "sqlite_wal batch=1 shards=8"}
+    matched = [p for p in points if p.experiment == "matched"]
+    assert {p.params["duration_s"] for p in matched} == {30} and Counter(p.params["rate"] for p in matched) == {
+        1000: 18, 200: 12}
+    assert all(p.label.startswith(("sqlite", "pgmq", "pg_delete")) for p in matched if p.params["rate"] == 200)

@@ -112,7 +112,7 @@ def test_the_profiles_give_the_rule_and_clients_default_to_the_largest_sweep():
     rule = warmup_rule(section)
     assert rule.cap_s <= 5 and rule.clients == max(c for s in section.throughput for c in s.clients)
     quick = warmup_rule(search_section("quick"))
-    assert (quick.cap_s, quick.min_s) == (10, 5)
+    assert (quick.cap_s, quick.min_s) == (8, 4)
 
 
 @pytest.mark.parametrize(("knobs", "problem"), [

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
+	github.com/mattn/go-sqlite3 v1.14.32
 	github.com/redis/go-redis/v9 v9.23.0
 	golang.org/x/sys v0.48.0
 )

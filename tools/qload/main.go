@@ -7,6 +7,9 @@
 // after the window the consumers keep claiming until every one of those messages was claimed or
 // -drain passes, so the p99 counts every message meant for the window. Output: one JSON object.
 //
+// SQLite (-system sqlite) is embedded: qload then is the program the engine runs in, as the
+// source study's Go program was, and its CPU is the engine's.
+//
 // -rate 0 is the burn-down (the capacity experiment's ceiling): no producers; the consumers claim
 // flat out from a backlog the caller prefilled, until the window ends. Its figure is the claims
 // returned inside the window; an empty claim inside it means the backlog ran out (a floor).
@@ -37,12 +40,17 @@ type config struct {
 	warmup, duration, drain, idle time.Duration
 	enqueueSQL, claimSQL, ackSQL  string
 	claimParams                   string
+	enqueueParams, ackParams      string
+	files                         []string // sqlite: the queue's database files (-target, comma-separated)
 	settings                      string
 	key                           string
 	pipeline                      int
 	seed                          int64
 	samples                       string
 }
+
+// busyWaits counts the sleeps of SQLite's busy retry loop (every worker's)
+var busyWaits atomic.Int64
 
 // Queue is one system's three verbs, as its adapter in the harness runs them.
 type Queue interface {
@@ -268,8 +276,8 @@ func (r *run) consume(ctx context.Context, q Queue, deadline int64) {
 
 func main() {
 	var c config
-	flag.StringVar(&c.system, "system", "postgres", "postgres or redis")
-	flag.StringVar(&c.target, "target", "", "a libpq URL (postgres) or host:port (redis)")
+	flag.StringVar(&c.system, "system", "postgres", "postgres, redis or sqlite")
+	flag.StringVar(&c.target, "target", "", "a libpq URL (postgres), host:port (redis) or the database files, comma-separated (sqlite)")
 	flag.Float64Var(&c.rate, "rate", 1000, "offered messages per second, all producers together")
 	flag.IntVar(&c.producers, "producers", 4, "producer connections")
 	flag.IntVar(&c.consumers, "consumers", 4, "consumer connections")
@@ -278,11 +286,13 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 5*time.Second, "the measured window")
 	flag.DurationVar(&c.drain, "drain", 10*time.Second, "after the window, at most this long to claim what it sent")
 	flag.DurationVar(&c.idle, "idle", time.Millisecond, "sleep after an empty claim")
-	flag.StringVar(&c.enqueueSQL, "enqueue-sql", "", "postgres: enqueue one payload ($1 bytea)")
-	flag.StringVar(&c.claimSQL, "claim-sql", "", "postgres: claim, returning (id, payload)")
-	flag.StringVar(&c.claimParams, "claim-params", "batch", "postgres: the claim's parameters in order: batch, consumer")
-	flag.StringVar(&c.ackSQL, "ack-sql", "", "postgres: ack ($1 bigint[]); empty: the claim removed them")
-	flag.StringVar(&c.settings, "settings", "", "postgres: session settings, name=value,...")
+	flag.StringVar(&c.enqueueSQL, "enqueue-sql", "", "postgres, sqlite: enqueue one payload")
+	flag.StringVar(&c.enqueueParams, "enqueue-params", "payload", "sqlite: the enqueue's parameters in order: payload, now")
+	flag.StringVar(&c.claimSQL, "claim-sql", "", "postgres: claim, returning (id, payload); sqlite: returning (rowid, payload, attempts)")
+	flag.StringVar(&c.claimParams, "claim-params", "batch", "the claim's parameters in order: batch, consumer (sqlite also: now)")
+	flag.StringVar(&c.ackSQL, "ack-sql", "", "postgres: ack ($1 bigint[]), empty: the claim removed them; sqlite: ack one row")
+	flag.StringVar(&c.ackParams, "ack-params", "id,consumer", "sqlite: the ack's parameters in order: id, consumer")
+	flag.StringVar(&c.settings, "settings", "", "postgres: session settings; sqlite: PRAGMAs (name=value,...)")
 	flag.StringVar(&c.key, "key", "jobs", "redis: the queue's list")
 	flag.IntVar(&c.pipeline, "pipeline", 1, "redis: commands per round trip")
 	flag.Int64Var(&c.seed, "seed", 42, "payload sizes and fillers")
@@ -293,22 +303,28 @@ func main() {
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	open := func(name string) (Queue, error) {
-		if c.system == "redis" {
+	if c.system == "sqlite" {
+		c.files = strings.Split(c.target, ",")
+	}
+	open := func(name string, worker int) (Queue, error) {
+		switch c.system {
+		case "redis":
 			return openRedis(ctx, c, name)
+		case "sqlite":
+			return openSQLite(ctx, c, name, worker)
 		}
 		return openPostgres(ctx, c, name)
 	}
 	var producers, consumers []Queue
 	for i := 0; i < c.producers; i++ {
-		q, err := open(fmt.Sprintf("producer%d", i))
+		q, err := open(fmt.Sprintf("producer%d", i), i)
 		if err != nil {
 			fail(err)
 		}
 		producers = append(producers, q)
 	}
 	for i := 0; i < c.consumers; i++ {
-		q, err := open(fmt.Sprintf("qload%d", i))
+		q, err := open(fmt.Sprintf("qload%d", i), i)
 		if err != nil {
 			fail(err)
 		}
@@ -359,6 +375,7 @@ func main() {
 		"send_to_claim": r.endToEnd.summary(), "schedule_lag": r.lag.summary(),
 		"enqueue_service": r.sendSvc.summary(), "claim_service": r.claimSvc.summary(),
 		"claimed_in_window": r.claimedInWindow.Load(), "idle_polls_in_window": r.idleInWindow.Load(),
+		"busy_waits": busyWaits.Load(),
 	}
 	if burnDown {
 		out["mode"], out["achieved_per_s"] = "burn-down", float64(r.claimedInWindow.Load())/c.duration.Seconds()
@@ -375,16 +392,18 @@ func main() {
 
 func validate(c config) error {
 	switch {
-	case c.system != "postgres" && c.system != "redis":
-		return fmt.Errorf("-system %q: use postgres or redis", c.system)
+	case c.system != "postgres" && c.system != "redis" && c.system != "sqlite":
+		return fmt.Errorf("-system %q: use postgres, redis or sqlite", c.system)
 	case c.target == "":
-		return fmt.Errorf("-target is required (a libpq URL, or host:port for redis)")
+		return fmt.Errorf("-target is required (a libpq URL, host:port for redis, the database files for sqlite)")
 	case c.rate == 0 && c.producers != 0:
 		return fmt.Errorf("-rate 0 is the burn-down of a prefilled queue: give -producers 0")
 	case c.rate < 0 || (c.rate > 0 && c.producers < 1) || c.consumers < 1 || c.batch < 1 || c.pipeline < 1:
 		return fmt.Errorf("-rate must be >= 0 (0: burn-down), -producers (with a rate), -consumers, -batch and -pipeline positive")
 	case c.system == "postgres" && (c.enqueueSQL == "" || c.claimSQL == ""):
 		return fmt.Errorf("postgres needs -enqueue-sql and -claim-sql (the adapter's statements)")
+	case c.system == "sqlite" && (c.enqueueSQL == "" || c.claimSQL == "" || c.ackSQL == ""):
+		return fmt.Errorf("sqlite needs -enqueue-sql, -claim-sql and -ack-sql (the adapter's statements)")
 	}
 	return nil
 }

@@ -67,7 +67,9 @@ class QueueVerbs:
     """What qload runs: ``system`` "postgres" (``enqueue_sql`` with ``$1`` the payload,
     ``claim_sql`` returning (id, payload) with ``claim_params`` in order — "consumer", "batch" —
     ``ack_sql`` with ``$1`` the ids, "" when the claim removed them, ``settings`` for every
-    session) or "redis" (``key``, ``pipeline``)."""
+    session), "redis" (``key``, ``pipeline``) or "sqlite" (the adapter's ``?`` statements with
+    their parameters named in order — ``enqueue_params``, ``claim_params``, ``ack_params`` of
+    payload, now, consumer, batch, id — and its PRAGMAs as ``settings``)."""
 
     system: str
     enqueue_sql: str = ""
@@ -77,13 +79,17 @@ class QueueVerbs:
     settings: dict[str, str] = field(default_factory=dict)
     key: str = ""
     pipeline: int = 1
+    enqueue_params: tuple[str, ...] = ("payload",)
+    ack_params: tuple[str, ...] = ("id", "consumer")
 
     def argv(self) -> list[str]:
         if self.system == "redis":
             return ["-system", "redis", "-key", self.key, "-pipeline", str(self.pipeline)]
         settings = ",".join(f"{name}={value}" for name, value in sorted(self.settings.items()))
-        return ["-system", "postgres", "-enqueue-sql", self.enqueue_sql, "-claim-sql", self.claim_sql,
-                "-claim-params", ",".join(self.claim_params), "-ack-sql", self.ack_sql,
+        sqlite = (["-enqueue-params", ",".join(self.enqueue_params), "-ack-params", ",".join(self.ack_params)]
+                  if self.system == "sqlite" else [])
+        return ["-system", self.system, "-enqueue-sql", self.enqueue_sql, "-claim-sql", self.claim_sql,
+                "-claim-params", ",".join(self.claim_params), "-ack-sql", self.ack_sql, *sqlite,
                 *(["-settings", settings] if settings else [])]
 
 

@@ -49,6 +49,15 @@ class QueueDesign(VariantDesign):
     #: repetitions must measure one state); a sizer sizes each from the design's rate so far
     sizer: PrefillSizer | None = None
     experiment: str = "capacity"  # what its records say (the placement check reuses its ceiling)
+    ceiling_only: bool = False
+
+    @property
+    def targets_ms(self) -> tuple[float, ...] | None:
+        return () if self.ceiling_only else None  # None: the plan's
+
+    @property
+    def prefill(self) -> int:
+        return self.spec.prefill_of(self.label)
 
     def ceiling_tool(self) -> Any:
         """pgbench for a Postgres design; with the compiled load (``load: qload``), qload's
@@ -63,10 +72,10 @@ class QueueDesign(VariantDesign):
     def ceiling_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
                     params: dict[str, Any]) -> RecordedRun:
         if self.uses_tool():
-            return ceiling_point(run, self.variant, clients, int(duration_s), int(warmup_s), self.spec.prefill,
+            return ceiling_point(run, self.variant, clients, int(duration_s), int(warmup_s), self.prefill,
                                  requests=0, recorded_as=self.experiment, sizer=self.sizer, extra_params=params,
                                  tool=self.ceiling_tool())
-        return throughput_point(run, self.variant, clients, self.spec.prefill, duration_s, warmup_s,
+        return throughput_point(run, self.variant, clients, self.prefill, duration_s, warmup_s,
                                 recorded_as=self.experiment, sizer=self.sizer, extra_params=params)
 
     def check_run(self, run: StudyRun, clients: int, warmup_s: float, duration_s: float,
@@ -74,7 +83,7 @@ class QueueDesign(VariantDesign):
         """The harness's burn-down at the tool's clients (as many consumers)."""
         if not self.uses_tool():
             return None
-        return throughput_point(run, self.variant, clients, self.spec.prefill, duration_s, warmup_s,
+        return throughput_point(run, self.variant, clients, self.prefill, duration_s, warmup_s,
                                 recorded_as=self.experiment, sizer=self.sizer, extra_params=params)
 
     def rate_run(self, run: StudyRun, rate: float, warmup_s: float, duration_s: float,
@@ -115,7 +124,8 @@ def queue_designs(spec: QueueCapacity | None, variants: list[QueueVariant]) -> l
     if spec is None:
         return []
     # no sizer: every repetition of a ceiling, and its check, from the same backlog (``prefill``)
-    return [QueueDesign(v, spec) for v in variants if spec.includes(v.label)]
+    return ([QueueDesign(v, spec) for v in variants if spec.includes(v.label) and v.label not in spec.ceilings_only]
+            + [QueueDesign(v, spec, ceiling_only=True) for v in variants if v.label in spec.ceilings_only])
 
 
 def capacity_table_of(frame: Any) -> Any:

@@ -15,6 +15,10 @@ def capacity_cells(table: pd.DataFrame | None) -> list[Cell]:
     """One scale per durability class and process-kill promise: a periodic fsync that keeps an
     acknowledged job through a process kill (Redis's AOF everysec) is not the promise of one that
     loses it (Postgres's ``synchronous_commit=off``)."""
+    if table is not None and not table.empty and "target_p99_ms" in table:
+        # a design measured by its ceiling alone (``capacity.ceilings_only``) is there for the
+        # source studies' peak figures: no latency target, no delivery peer — no cell of its own
+        table = table[table.target_p99_ms.notna()]
     if table is not None and not table.empty:
         survives = table["survives_process_kill"] if "survives_process_kill" in table else pd.Series(None, index=table.index)
         table = table.assign(survives_process_kill=survives.map(_kill_words))

@@ -103,8 +103,10 @@ class QloadCeiling:
     """qload's burn-down (``-rate 0``): the design's own claim and ack, ``clients`` consumers flat
     out on a prefilled, settled queue, one window — the ceiling of the Redis designs, whose
     commands redis-benchmark runs only as separate phases (no per-job window), from a compiled
-    load on the load's core rather than the Python harness's. The run holds if the jobs removed
-    match the jobs qload claimed; one whose backlog ran out inside the window is a floor."""
+    load on the load's core rather than the Python harness's; and of the SQLite designs, whose
+    engine then runs inside qload (a compiled program, as the SQLite source study's). The run
+    holds if the jobs removed match the jobs qload claimed; one whose backlog ran out inside the
+    window is a floor."""
 
     tool = "qload"
     fills_queue = True
@@ -112,7 +114,7 @@ class QloadCeiling:
     def load(self, url: str, v: QueueVariant, clients: int, knobs: dict[str, Any]) -> QloadBurnDown:
         from pglimits_core.workloads.queue.qload_points import qload_target, qload_verbs
 
-        return QloadBurnDown(qload_verbs(v), qload_target(url, v.system), clients, v.batch, knobs["duration_s"],
+        return QloadBurnDown(qload_verbs(v), qload_target(url, v), clients, v.batch, knobs["duration_s"],
                              knobs["warmup_s"])
 
     def judge(self, adapter, result, prefilled: int, clients: int, batch: int) -> dict[str, Any]:
@@ -138,9 +140,9 @@ CEILING_TOOLS: dict[str, Any] = {
     "redis_reliable": RedisBenchmarkCeiling(),
 }
 #: the capacity experiment's ceilings with its compiled load (``capacity.load: qload``): pgbench
-#: for the Postgres designs, qload's burn-down for Redis's
+#: for the Postgres designs, qload's burn-down for Redis's and for SQLite (the engine inside it)
 CAPACITY_TOOLS: dict[str, Any] = {**{k: t for k, t in CEILING_TOOLS.items() if isinstance(t, PgbenchCeiling)},
-                                  "redis_reliable": QloadCeiling()}
+                                  "redis_reliable": QloadCeiling(), "sqlite_wal": QloadCeiling()}
 
 
 def tool_variants(section: Any, variants: list[QueueVariant], name: str) -> list[QueueVariant]:

@@ -12,6 +12,7 @@ The report's "what could not be run" reads this same plan.
 from __future__ import annotations
 
 from functools import partial
+from types import SimpleNamespace
 from typing import Any
 
 from pglimits_core.errors import PGLimitsError
@@ -30,8 +31,12 @@ from pglimits_core.workloads.queue.points import (
     variant,
 )
 from pglimits_core.workloads.queue.prefill_size import PROBED, PrefillSizer
+from pglimits_core.workloads.queue.qload_points import qload_point
 
-SWEEPS = ("throughput", "steady", "latency", "consumer_crash", "harness_bench", "capacity", "placement_check")
+#: the experiment of the source studies' latency claims at their rates, over steady windows
+MATCHED = "matched"
+
+SWEEPS = ("throughput", "steady", "latency", "matched", "consumer_crash", "harness_bench", "capacity", "placement_check")
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
@@ -43,6 +48,7 @@ def plan(section: Any, profile: Any) -> list[Point]:
     for repetition in range(section.repetitions):
         for v in variants:
             points += sweep_points(section, v, sizer, repetition)
+    points += matched_points(section.matched, variants)
     points += capacity_points(section.capacity.plan() if section.capacity else None,
                               queue_designs(section.capacity, variants))
     points += placement_points(section.placement_check, variants)
@@ -60,6 +66,9 @@ def check_variant_filters(section: Any, variants: list[QueueVariant]) -> None:
     filters = [(name, getattr(section, name, None)) for name in SWEEPS]
     filters += [("throughput.more_consumers", extra) for extra in section.throughput.extra_consumers()]
     filters += [("latency.more_rates", section.latency.more_rates)]
+    if section.capacity is not None:
+        filters += [("capacity.ceilings_only", SimpleNamespace(variants=section.capacity.ceilings_only)),
+                    ("capacity.prefills", SimpleNamespace(variants=list(section.capacity.prefills)))]
     for name, spec in filters:
         unknown = [label for label in getattr(spec, "variants", None) or [] if label not in labels]
         if unknown:
@@ -81,6 +90,17 @@ def sweep_points(section: Any, v: QueueVariant, sizer: PrefillSizer | None = Non
     return points + [point("latency", v, latency_point, rate=r, producers=lat.producers, consumers=lat.consumers,
                            duration_s=lat.duration_s, warmup_s=lat.warmup_s)
                      for r in lat.rates_for(v.label)]
+
+
+def matched_points(spec: Any, variants: list[QueueVariant]) -> list[Point]:
+    """``repetitions`` rounds over the matched designs, each at every one of its rates (rounds, so
+    drift on the shared box spreads over every system); qload's or the harness's open loop."""
+    if spec is None:
+        return []
+    run_point = partial(qload_point if spec.load == "qload" else latency_point, experiment=MATCHED)
+    return [point(MATCHED, v, run_point, rate=r, producers=spec.producers, consumers=spec.consumers,
+                  duration_s=spec.duration_s, warmup_s=spec.warmup_s)
+            for _ in range(spec.repetitions) for v in variants for r in spec.rates_for(v.label)]
 
 
 def consumer_crash_points(drill: Any, variants: list[QueueVariant]) -> list[Point]:

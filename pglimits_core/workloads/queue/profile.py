@@ -80,6 +80,16 @@ class LatencySweep(ForVariants):
         return sorted(set(self.rates) | set(more)) if self.includes(label) else []
 
 
+class MatchedRates(LatencySweep):
+    """``matched:`` the source studies' latency claims at their rates over steady windows — the
+    latency sweep's open loop (producers at a fixed offered rate, one message per enqueue, send →
+    claim from the intended send) driven by ``load`` (the compiled qload by default, which also
+    offers the rates the Python producers cannot), ``repetitions`` rounds of ``duration_s``."""
+
+    load: Literal["harness", "qload"] = "qload"
+    repetitions: PositiveInt = 3
+
+
 class RecoveryDrill(ForVariants):
     """Crash drill (``drills.recovery``): labels of queue variants ("sqlite_wal batch=1"),
     seconds of producer load before the SIGKILL, and the producer's rate (null: flat out)."""
@@ -142,12 +152,21 @@ class QueueCapacity(CapacitySpec):
     open-loop producers (one message per enqueue) and closed-loop consumers for the rate points;
     ``prefill`` is every ceiling's and check's backlog (one start state for all repetitions). ``load``:
     who drives the rate points — ``harness`` (the Python workers) or ``qload`` (the compiled load,
-    ``load.tools.qload``, for the designs with a server; SQLite's stay the harness's)."""
+    ``load.tools.qload``, which also runs SQLite's engine in a compiled program).
+    ``ceilings_only``: variants measured by their ceiling (and its check) alone, no rate search —
+    the source studies' peak-throughput figures need no latency target. ``prefills``: a variant's
+    own backlog where ``prefill`` would run out inside its windows (every repetition of it still
+    starts from the same one)."""
 
     producers: PositiveInt = 4
     consumers: PositiveInt = 4
     prefill: PositiveInt = 800_000
+    prefills: dict[str, PositiveInt] = Field(default_factory=dict)
+    ceilings_only: list[str] = Field(default_factory=list)
     load: Literal["harness", "qload"] = "harness"
+
+    def prefill_of(self, label: str) -> int:
+        return self.prefills.get(label, self.prefill)
 
 
 class PlacementCheck(ForVariants):
@@ -167,6 +186,7 @@ class QueueProfile(Strict):
     throughput: ThroughputSweep
     steady: SteadySweep | None = None
     latency: LatencySweep
+    matched: MatchedRates | None = None
     consumer_crash: ConsumerCrashDrill | None = None
     recovery: RecoveryDrill | None = None
     backup: BackupDrill | None = None

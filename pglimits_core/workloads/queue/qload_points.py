@@ -3,8 +3,10 @@ point — producers at a fixed offered rate, one message per enqueue, closed-loo
 claim from the *intended* send — with the load compiled, so one load core can offer the rates the
 Python producers and consumers cannot (they top out near 1,500 jobs/s of a two-phase queue on one
 core). The verbs are each system's own: the adapter's SQL constants for the Postgres designs (with
-the variant's session settings), the reliable queue's commands for Redis. SQLite is embedded: its
-engine runs inside the load's processes, so there is no server for a compiled load to drive.
+the variant's session settings), the reliable queue's commands for Redis, and for the SQLite WAL
+queue the adapter's statements, PRAGMAs, shard dealing and busy retries: SQLite is embedded, so
+there qload *is* the program the engine runs in — a compiled one, as the SQLite source study's was
+— and its core is the engine's.
 """
 
 from __future__ import annotations
@@ -14,16 +16,17 @@ from urllib.parse import urlparse
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.load.tools.qload import QloadLoad, QueueVerbs, dollar_params
+from pglimits_core.servers.sqlite import pragmas
 from pglimits_core.studies.runner import RecordedRun, run_tool_recorded
 from pglimits_core.workloads.queue.points import STUDY, QueueVariant, fresh_queue
-from pglimits_core.workloads.queue.systems import pgmq, postgres_skiplocked
+from pglimits_core.workloads.queue.systems import pgmq, postgres_skiplocked, sqlite_wal
 from pglimits_core.workloads.queue.systems.redis_reliable import DEFAULT_KEY
 
 if TYPE_CHECKING:
     from pglimits_core.studies.study import StudyRun
 
-#: the queue systems qload drives (every one with a server)
-QLOAD_SYSTEMS = ("pg_skiplocked", "pg_delete", "pgmq", "redis_reliable")
+#: the queue systems qload drives (SQLite's engine inside it)
+QLOAD_SYSTEMS = ("pg_skiplocked", "pg_delete", "pgmq", "redis_reliable", "sqlite_wal")
 #: the adapter's session settings a qload session must share (as pgbench's do)
 SESSION_OPTIONS = ("synchronous_commit",)
 #: one payload per enqueue, through the adapter's own statement shape
@@ -43,6 +46,17 @@ def _pgmq_verbs(v: QueueVariant) -> QueueVerbs:
                       ("batch",), dollar_params(ack.replace("%s", f"'{queue}'", 1)), _settings(v))
 
 
+def _sqlite_verbs(v: QueueVariant) -> QueueVerbs:
+    """The WAL queue adapter's statements and PRAGMAs (``busy_timeout`` 0: qload retries as the
+    adapter's ``BusyWaiter`` does, within the same budget)."""
+    synchronous = str(v.options.get("synchronous", sqlite_wal.SQLiteWalQueue.durability_default)).upper()
+    claim = (sqlite_wal.CLAIM_SQL, ("consumer", "now", "now")) if v.batch == 1 else \
+        (sqlite_wal.CLAIM_BATCH_SQL, ("consumer", "now", "now", "batch"))
+    return QueueVerbs("sqlite", sqlite_wal.ENQUEUE_SQL, claim[0], claim[1], sqlite_wal.ACK_SQL,
+                      pragmas({"synchronous": synchronous, "busy_timeout": "0"}),
+                      enqueue_params=("payload", "now", "now"), ack_params=("id", "consumer"))
+
+
 def qload_verbs(v: QueueVariant) -> QueueVerbs:
     """The variant's own verbs as qload runs them; a system qload does not drive is a plan error."""
     if v.system == "pg_skiplocked":
@@ -55,13 +69,18 @@ def qload_verbs(v: QueueVariant) -> QueueVerbs:
         return _pgmq_verbs(v)
     if v.system == "redis_reliable":
         return QueueVerbs("redis", key=str(v.options.get("key", DEFAULT_KEY)), pipeline=int(v.options.get("pipeline", 1)))
-    raise PGLimitsError(f"qload does not drive {v.system} ({v.label}): its engine runs inside the load's processes",
-                        "use the harness's load for it (capacity.load: harness)")
+    if v.system == "sqlite_wal":
+        return _sqlite_verbs(v)
+    raise PGLimitsError(f"qload does not drive {v.system} ({v.label})",
+                        f"use the harness's load for it (capacity.load: harness), or one of {', '.join(QLOAD_SYSTEMS)}")
 
 
-def qload_target(url: str, system: str) -> str:
-    """What qload connects to: the libpq DSN as the adapters use it, or Redis's host:port."""
-    if system != "redis_reliable":
+def qload_target(url: str, v: QueueVariant) -> str:
+    """What qload connects to: the libpq DSN as the adapters use it, Redis's host:port, or the
+    SQLite queue's files (one per shard, as the adapter names them)."""
+    if v.system == "sqlite_wal":
+        return ",".join(str(p) for p in sqlite_wal.shard_paths(url, int(v.options.get("shards", 1))))
+    if v.system != "redis_reliable":
         return url
     parsed = urlparse(url)
     return f"{parsed.hostname}:{parsed.port}"
@@ -71,7 +90,7 @@ def qload_point(run: StudyRun, v: QueueVariant, rate: float, producers: int, con
                 warmup_s: float, experiment: str, extra_params: dict[str, Any] | None = None) -> RecordedRun:
     """One qload run on a fresh, empty queue; the record's outcome says what was left in it."""
     ctx = run.ctx
-    load = QloadLoad(qload_verbs(v), qload_target(ctx.endpoints[v.server].url, v.system), rate, producers,
+    load = QloadLoad(qload_verbs(v), qload_target(ctx.endpoints[v.server].url, v), rate, producers,
                      consumers, v.batch, duration_s, warmup_s, seed=run.seed)
     params = {"experiment": experiment, "variant": v.label, "options": v.options, "rate": rate,
               "producers": producers, "consumers": consumers, **(extra_params or {})}

@@ -43,6 +43,10 @@ CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down,
                          "a design whose best burn-down run, with no producers, stays below the rate is not "
                          "comparable here; a rate its producers stayed below 95 % of is not decided by the "
                          "harness)",
+            "matched": "The source studies' latency claims at their rates over steady windows (one row per run: "
+                       "the compiled load's open loop, 30-s windows in full; "
+                       f"{NAME}, {FROM} to the claim's return) — what a source row's latency is read from "
+                       "before the latency sweep's short windows",
             "recovery": "Crash drill per variant: median and range over the drills. SIGKILL keeps the OS page "
                         "cache, so 0 lost does not separate durability classes (an OS crash would)",
             "consumer_crash": CONSUMER_CRASH_CAPTION,
@@ -73,7 +77,9 @@ SEED_NOTES = ["Queue: <b>both sides from one durability class</b> (one row per c
             "baseline was pipelined, so ours is the pipelined variant. A peak-throughput claim reads the "
             "capacity experiment's ceilings (steady closed-loop windows, the server on its own core; a "
             "floor where its load set the limit) where both sides have one, else the burn-down sweep. "
-            "Latency pairs use the seed's offered rate; where this box was not offered it, a claim that "
+            "Latency pairs are read from the steady matched rates (the compiled load, 3 × 30-s windows) "
+            "where both sides ran there, else from the latency sweep's short windows, and say which. "
+            "They use the seed's offered rate; where this box was not offered it, a claim that "
             "names its rate as a share of a peak (the seed's 5k jobs/s: ~11 % of its 46k) is judged at "
             "<b>its own terms</b> — a rate both sides were offered within ×1.5 of the same share of "
             "this box's ceiling of that design — and says so; otherwise a pair measured only at another "

@@ -33,90 +33,19 @@ from pglimits_core.workloads.queue.durability_tables import (
 )
 from pglimits_core.workloads.queue.head_to_head import Reach, cannot_reach, reach
 from pglimits_core.workloads.queue.latency_names import P99
-
-
-@dataclass(frozen=True)
-class SeedClaim:
-    """One headline figure of a source document: system A vs system B, as A/B."""
-
-    source: str
-    what: str
-    # "throughput" (peak jobs/s, closed loop) or "e2e_p99": the seed's p99 latency at a matched
-    # rate, compared with our send → claim p99 from the scheduled send (``latency_names``)
-    metric: str
-    a_label: str
-    b_label: str
-    # our queue designs standing for A and B (variant labels without their durability options,
-    # see ``durability_tables.design``); within a durability class the first measured one wins
-    a_designs: tuple[str, ...]
-    b_designs: tuple[str, ...]
-    seed_a: tuple[float, float]  # (low, high) as the seed states it
-    seed_b: tuple[float, float]
-    seed_durability: str  # what each side of the seed promised, as the seed states it
-    rate: float | None = None  # matched offered rate for latency claims (msg/s)
-    #: a latency claim's rate as a share of a peak: (the seed's peak, our designs whose capacity
-    #: ceiling stands for it here); the claim is then also judged at the same share of this box's
-    #: ceiling — its own terms — where this box does not reach the absolute rate
-    of_peak: tuple[float, tuple[str, ...]] | None = None
-
-    def share_of_peak(self) -> float | None:
-        return None if self.rate is None or self.of_peak is None else self.rate / self.of_peak[0]
-
-    def seed_ratio_range(self) -> tuple[float, float]:
-        return self.seed_a[0] / self.seed_b[1], self.seed_a[1] / self.seed_b[0]
-
-
-SEED_003 = "seed 003 (the study this project implements)"
-SEED_000 = "seed 000 (SQLite WAL vs Postgres queue)"
-POSTGRES_TWO_PHASE = ("pg_skiplocked batch=1",)
-POSTGRES_ANY = ("pgmq batch=1", "pg_skiplocked batch=1", "pg_delete batch=1")
-# The source's Redis baseline was pipelined (BLMOVE + LREM): our pipelined variant stands for it.
-REDIS_PIPELINED = ("redis_reliable batch=10 pipeline=10",)
-SEED_003_DURABILITY = "Postgres synchronous_commit=on (per commit) vs pipelined Redis (persistence not stated)"
-SQLITE_STOCK = ("sqlite_wal batch=1",)
-SQLITE_STOCK_CEILING = (13_400, 14_820)
-SQLITE_NORMAL_BOTH = "SQLite synchronous=NORMAL in WAL mode on both sides (periodic)"
-SEED_000_DURABILITY = ("SQLite synchronous=NORMAL in WAL mode (fsync at checkpoints: periodic) vs Postgres "
-                       "synchronous_commit=on (per commit), which the seed called the same fsync semantics")
-
-CLAIMS = (
-    # Redis's side moves 10 messages per round trip (pipeline 10), so Postgres claims 10 per
-    # statement too: the same batching on both sides, or the ratio measures round trips
-    SeedClaim(SEED_003, "queue throughput, closed loop", "throughput", "Postgres SKIP LOCKED two-phase, batch 10",
-              "Redis reliable queue (pipelined)", ("pg_skiplocked batch=10",), REDIS_PIPELINED,
-              (45_000, 47_000), (8_000, 11_000), SEED_003_DURABILITY),
-    SeedClaim(SEED_003, "queue throughput, closed loop", "throughput", "Postgres delete-mode, batch 10",
-              "Redis reliable queue (pipelined)", ("pg_delete batch=10",), REDIS_PIPELINED,
-              (72_000, 72_000), (8_000, 11_000), SEED_003_DURABILITY),
-    # 5k jobs/s was ~11 % of the source's 45-47k two-phase batch-10 peak: on a box whose ceiling
-    # is lower, the same share of its own ceiling is the matched point. The two-phase design at
-    # batch 10 first: the batch of the pipelined Redis it is set against, and the design whose
-    # ceiling the share is taken of
-    SeedClaim(SEED_003, "queue p99 latency at matched 5k jobs/s", "e2e_p99", "Postgres SKIP LOCKED",
-              "Redis reliable queue (pipelined)", ("pg_skiplocked batch=10",) + POSTGRES_TWO_PHASE
-              + ("pg_delete batch=1",), REDIS_PIPELINED,
-              (2.46, 2.46), (2.35, 2.35), SEED_003_DURABILITY, rate=5_000,
-              of_peak=(46_000, ("pg_skiplocked batch=10",))),
-    SeedClaim(SEED_000, "queue throughput at 1 consumer", "throughput_1", "SQLite WAL", "Postgres (pgmq)",
-              ("sqlite_wal batch=1",), POSTGRES_ANY, (4_820, 4_820), (2_140, 2_140), SEED_000_DURABILITY),
-    SeedClaim(SEED_000, "queue p99 end-to-end at 1k msg/s", "e2e_p99", "SQLite WAL", "Postgres (pgmq)",
-              ("sqlite_wal batch=1",), POSTGRES_ANY, (1.1, 1.1), (6.2, 6.2), SEED_000_DURABILITY, rate=1_000),
-    SeedClaim(SEED_000, "queue p99 end-to-end at 5k msg/s", "e2e_p99", "SQLite WAL", "Postgres (pgmq)",
-              ("sqlite_wal batch=1",), POSTGRES_ANY, (2.8, 2.8), (14.6, 14.6), SEED_000_DURABILITY, rate=5_000),
-    # The SQLite study's mitigations, each against its stock single-file queue, whose sustained
-    # ceiling the seed puts at 13.4k (the cliff) to 14.8k (the peak it measured). Ours are peak
-    # burn-down rates (the seed's are sustained under producers): the ratio is what compares.
-    SeedClaim(SEED_000, "SQLite mitigation: 50 messages per claim (peak throughput)", "throughput",
-              "SQLite WAL, batch 50", "SQLite WAL, batch 1", ("sqlite_wal batch=50",), SQLITE_STOCK,
-              (22_400, 22_400), SQLITE_STOCK_CEILING, SQLITE_NORMAL_BOTH),
-    SeedClaim(SEED_000, "SQLite mitigation: 4 files, a writer each (peak throughput)", "throughput",
-              "SQLite WAL, 4 shards", "SQLite WAL, 1 file", ("sqlite_wal batch=1 shards=4",), SQLITE_STOCK,
-              (41_200, 41_200), SQLITE_STOCK_CEILING, SQLITE_NORMAL_BOTH),
-    # "an 8-shard setup topped out around 41K": no gain over 4 shards. (synchronous=OFF's 38,000 is
-    # not here: it is stock SQLite in another durability class, shown in the headline table.)
-    SeedClaim(SEED_000, "SQLite mitigation: 8 files against 4 (peak throughput)", "throughput",
-              "SQLite WAL, 8 shards", "SQLite WAL, 4 shards", ("sqlite_wal batch=1 shards=8",),
-              ("sqlite_wal batch=1 shards=4",), (41_000, 41_000), (41_200, 41_200), SQLITE_NORMAL_BOTH),
+from pglimits_core.workloads.queue.seed_claims import (  # noqa: F401 (the claims, as tests and drills import them)
+    CLAIMS,
+    POSTGRES_ANY,
+    POSTGRES_TWO_PHASE,
+    REDIS_PIPELINED,
+    SEED_000,
+    SEED_000_DURABILITY,
+    SEED_003,
+    SEED_003_DURABILITY,
+    SQLITE_NORMAL_BOTH,
+    SQLITE_STOCK,
+    SQLITE_STOCK_CEILING,
+    SeedClaim,
 )
 
 
@@ -186,13 +115,14 @@ def _matched_rate(table: pd.DataFrame, a: str, b: str, wanted: float) -> float |
     return float(min(shared, key=lambda rate: abs(rate - wanted)))
 
 
-def _latency_point(table: pd.DataFrame, variant: str, rate: float, reaches: dict[str, Reach]) -> Measured:
+def _latency_point(table: pd.DataFrame, variant: str, rate: float, reaches: dict[str, Reach],
+                   steady: bool = False) -> Measured:
     """The median p99 over the repetitions at ``rate`` (the latency table has a row per run); a
     repetition that fell short of the rate makes the side a shortfall; client-bound in any run
     travels as a flag; a design that cannot reach the rate on this box at all says why."""
     rows = table[(table.variant == variant) & (table.offered_per_s == rate)]
     short = sum(_flag_false(value) for value in rows.sustained)
-    flags = [f"at {rate:,.0f}/s, median of {int(rows[P99].notna().sum())}"]
+    flags = [f"at {rate:,.0f}/s, median of {int(rows[P99].notna().sum())}{_windows(rows, steady)}"]
     # a p99 of a rate not kept up with is a floor: the consumers stop at the window's end, so the
     # late sends and the backlog left then are not in it
     flags += [f"not sustained in {short} of {len(rows)} runs: the p99 is a floor"] if short else []
@@ -205,6 +135,13 @@ def _latency_point(table: pd.DataFrame, variant: str, rate: float, reaches: dict
                 value_range=(1000 / high, 1000 / low) if low else None)
     return Measured(variant, p99, "; ".join(flags), rate, rows.durability_class.iloc[0], shortfall=shortfall,
                     side=side, unreachable=unreachable)
+
+
+def _windows(rows: pd.DataFrame, steady: bool) -> str:
+    """" × 30-s windows (steady, the compiled load)" or the sweep's short windows."""
+    seconds = pd.to_numeric(rows.get("window_s", pd.Series(dtype=float)), errors="coerce").median()
+    length = f" × {seconds:g}-s windows" if pd.notna(seconds) else ""
+    return f"{length} ({'the steady matched rates' if steady else 'the latency sweep: short windows'})"
 
 
 def _flag_false(value) -> bool:
@@ -220,11 +157,12 @@ OWN_TERMS_SLACK = 1.5
 def own_terms_rate(claim: SeedClaim, capacity: pd.DataFrame | None,
                    durability_class: str | None) -> tuple[float, Measured] | None:
     """The seed's share of its peak applied to this box's ceiling of the same design (the capacity
-    experiment's, in the class), and that ceiling; None without one here."""
+    experiment's; the design's own class, which the seed's peak was measured in, whatever the
+    class of the pair), and that ceiling; None without one here."""
     share = claim.share_of_peak()
     if share is None:
         return None
-    ceiling = _ceiling_point(capacity, claim.of_peak[1], durability_class)
+    ceiling = _ceiling_point(capacity, claim.of_peak[1], None)
     if ceiling is None or ceiling.lower_bound:  # a floor is no peak to take a share of
         return None
     return share * ceiling.value, ceiling
@@ -232,10 +170,10 @@ def own_terms_rate(claim: SeedClaim, capacity: pd.DataFrame | None,
 
 def own_terms_words(claim: SeedClaim, rate: float, ceiling: Measured) -> str:
     """"9.9% of pg_skiplocked batch=10's ceiling here (10,062 jobs/s) — the rate both were offered
-    nearest the seed's share (10.9%: 5,000 of 46,000), within ×1.5; the latency sweep's windows"."""
+    nearest the seed's share (10.9%: 5,000 of 46,000), within ×1.5"."""
     return (f"{rate / ceiling.value:.1%} of {ceiling.variant}'s ceiling here ({ceiling.value:,.0f} jobs/s) — the "
             f"rate both were offered nearest the seed's share ({claim.share_of_peak():.1%}: {claim.rate:,.0f} of "
-            f"{claim.of_peak[0]:,.0f}), within ×{OWN_TERMS_SLACK:g}; the latency sweep's short windows")
+            f"{claim.of_peak[0]:,.0f}), within ×{OWN_TERMS_SLACK:g}")
 
 
 def _own_terms_rate_offered(table: pd.DataFrame, a: str, b: str, wanted: float) -> float | None:
@@ -244,10 +182,11 @@ def _own_terms_rate_offered(table: pd.DataFrame, a: str, b: str, wanted: float) 
 
 
 def _latency_pair(table: pd.DataFrame, claim: SeedClaim, durability_class: str | None,
-                  reaches: dict[str, Reach], capacity: pd.DataFrame | None = None,
+                  reaches: dict[str, Reach], capacity: pd.DataFrame | None = None, steady: bool = False,
                   ) -> tuple[Measured | None, Measured | None]:
     """The pair at the seed's rate, or — where not both were offered it and this box's ceiling
-    gives the claim's own terms — at the same share of this box's capacity."""
+    gives the claim's own terms — at the same share of this box's capacity (``steady``: the
+    matched rates' steady windows, else the sweep's short ones)."""
     if table.empty:
         return None, None
     table = ensure_class(table)
@@ -262,12 +201,13 @@ def _latency_pair(table: pd.DataFrame, claim: SeedClaim, durability_class: str |
             at_share = (_own_terms_rate_offered(table, a, b, own[0])
                         if rate is not None and rate != claim.rate and own is not None else None)
             if at_share is not None:
-                pair = _latency_point(table, a, at_share, reaches), _latency_point(table, b, at_share, reaches)
+                pair = (_latency_point(table, a, at_share, reaches, steady),
+                        _latency_point(table, b, at_share, reaches, steady))
                 for side in pair:
                     side.own_terms = own_terms_words(claim, at_share, own[1])
                 return pair
             if rate is not None:
-                return _latency_point(table, a, rate, reaches), _latency_point(table, b, rate, reaches)
+                return _latency_point(table, a, rate, reaches, steady), _latency_point(table, b, rate, reaches, steady)
     return None, None
 
 
@@ -301,9 +241,10 @@ def measured_pair(claim: SeedClaim, tables: dict[str, pd.DataFrame],
     peak-throughput claim is read from the capacity experiment's ceilings where both sides have one
     (steady windows, the server on its own core), else from the burn-down sweep."""
     throughput = tables.get("throughput", pd.DataFrame())
-    if claim.metric == "e2e_p99":
-        return _latency_pair(tables.get("latency", pd.DataFrame()), claim, durability_class, reach(throughput),
-                             tables.get("capacity"))
+    if claim.metric == "e2e_p99":  # the steady windows at the claims' rates first, else the sweep's
+        pairs = (_latency_pair(tables.get(name, pd.DataFrame()), claim, durability_class, reach(throughput),
+                               tables.get("capacity"), steady=name == "matched") for name in ("matched", "latency"))
+        return next((pair for pair in pairs if pair[0] is not None), (None, None))
     if claim.metric == "throughput":
         a, b = (_ceiling_point(tables.get("capacity"), designs, durability_class)
                 for designs in (claim.a_designs, claim.b_designs))

@@ -197,12 +197,13 @@ def _median(rows: pd.DataFrame, column: str) -> float | None:
     return values.median() if values.notna().any() else None
 
 
-def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
+def latency_table(frame: pd.DataFrame, experiment: str = "latency") -> pd.DataFrame:
     """One row per run at each offered rate: enqueue latency (from the intended start, open loop),
     the claim's own round trip, and send → claim latency (the claim's return − the message's
-    scheduled send time, so a producer running behind schedule shows up in it; the ack is not)."""
+    scheduled send time, so a producer running behind schedule shows up in it; the ack is not).
+    ``experiment`` "matched": the source studies' rates over steady windows (``plan.MATCHED``)."""
     rows = measured(frame)
-    rows = rows[rows.experiment == "latency"]
+    rows = rows[rows.experiment == experiment]
     if rows.empty:
         return pd.DataFrame()
     producer, consumer = by_role(ensure_class(rows))
@@ -213,7 +214,7 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame({
         "variant": producer.variant, "durability_class": producer.durability_class,
         "offered_per_s": producer.offered_rate, "achieved_per_s": producer.achieved_rate,
-        "consumed_per_s": consumed, "sustained": sustained,
+        "consumed_per_s": consumed, "sustained": sustained, "window_s": producer.get("duration_s"),
         # sends that started after the window: timed as enqueues, but claimed only by the untimed
         # drain, so they are missing from the send → claim percentiles (see docs/METHODOLOGY.md)
         "late_sends_pct": _late_pct(producer),
@@ -256,6 +257,8 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     throughput = throughput_table(frame)
     tables = {"throughput": throughput_verdicts(throughput), "steady": throughput_table(frame, "steady"),
               "latency": latency_verdicts(latency_table(frame), reach(throughput))}
+    if not (matched := latency_table(frame, "matched")).empty:  # only where the matched rates were run
+        tables["matched"] = latency_verdicts(matched, reach(throughput))
     tables["resources"] = queue_health.resources_table(frame)
     tables["queue_health"] = queue_health.queue_health_table(frame)
     tables["dead_tuples"] = queue_health.dead_tuple_series(frame)
