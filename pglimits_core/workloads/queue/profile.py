@@ -80,14 +80,28 @@ class LatencySweep(ForVariants):
         return sorted(set(self.rates) | set(more)) if self.includes(label) else []
 
 
-class MatchedRates(LatencySweep):
+class MatchedRates(Strict):
     """``matched:`` the source studies' latency claims at their rates over steady windows — the
     latency sweep's open loop (producers at a fixed offered rate, one message per enqueue, send →
     claim from the intended send) driven by ``load`` (the compiled qload by default, which also
-    offers the rates the Python producers cannot), ``repetitions`` rounds of ``duration_s``."""
+    offers the rates the Python producers cannot), ``repetitions`` rounds of ``duration_s``; ``at``:
+    groups of variants with the rates each is offered."""
 
+    at: list[MoreRates] = Field(min_length=1)
+    producers: PositiveInt = 4
+    consumers: PositiveInt = 4
+    duration_s: PositiveFloat
+    warmup_s: PositiveFloat = 5.0
     load: Literal["harness", "qload"] = "qload"
     repetitions: PositiveInt = 3
+
+    @property
+    def variants(self) -> list[str]:
+        return list(dict.fromkeys(label for group in self.at for label in group.variants))
+
+    def rates_for(self, label: str) -> list[float]:
+        """The offered rates of variant ``label``, ascending."""
+        return sorted({rate for group in self.at if label in group.variants for rate in group.rates})
 
 
 class RecoveryDrill(ForVariants):
