@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import uuid
 from pathlib import Path
@@ -136,3 +137,77 @@ def backend_exists(dsn: str, pid: int) -> bool:
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         return conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutedNotebook:
+    """A workload notebook executed with the test profile, measuring: its run records, the figures
+    and tables it wrote, the executed notebook, and what it left running in its state dir."""
+
+    runs: Path
+    figures: Path
+    tables: Path
+    executed: Path
+    data: Path  # PGLIMITS_DATA_DIR while it ran
+    leaked: list
+
+    def outcome(self, workload: str) -> dict:
+        """The study's outcome file (failures, servers that could not run) beside its records."""
+        import json
+
+        return json.loads((self.runs / f"{workload}.outcome.json").read_text())
+
+
+def execute_notebook(notebook: str, out: Path, with_binaries: bool = False, own_data: bool = False) -> ExecutedNotebook:
+    """``notebook`` under papermill on the test profile, its servers in a private state dir (the
+    installed binaries linked in where it needs Qdrant's or Redis's; ``own_data``: its datasets and
+    data under ``out``, not the project's)."""
+    import papermill
+
+    from pglimits_core.config import NOTEBOOKS_DIR, data_dir
+
+    state = TEST_ROOT / f"nb-{uuid.uuid4().hex[:8]}"  # the Postgres OS user must reach it
+    state.mkdir(parents=True)
+    if with_binaries:
+        (state / "bin").symlink_to(PROJECT_ROOT / ".pglimits" / "bin")
+    runs, figures, tables = out / "runs", out / "figures", out / "tables"
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("PGLIMITS_STATE_DIR", str(state))
+            if own_data:
+                patch.setenv("PGLIMITS_DATA_DIR", str(out / "data"))
+            papermill.execute_notebook(str(NOTEBOOKS_DIR / notebook), str(out / "out.ipynb"),
+                                       parameters={"profile": "test", "measure": True, "runs_root": str(runs),
+                                                   "figures_dir": str(figures), "tables_dir": str(tables)},
+                                       cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+        data = out / "data" if own_data else data_dir()
+        return ExecutedNotebook(runs, figures, tables, out / "out.ipynb", data, processes_using(state))
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+# One execution of each workload's notebook per test session: the notebook's own test, the
+# study's integration test and the report read the same records, so the test profile is measured
+# once per workload rather than once per test that needs its records.
+@pytest.fixture(scope="session")
+def queue_notebook(tmp_path_factory: pytest.TempPathFactory) -> ExecutedNotebook:
+    return execute_notebook("10-queue.ipynb", tmp_path_factory.mktemp("queue-notebook"))
+
+
+@pytest.fixture(scope="session")
+def search_notebook(tmp_path_factory: pytest.TempPathFactory) -> ExecutedNotebook:
+    return execute_notebook("20-search.ipynb", tmp_path_factory.mktemp("search-notebook"))
+
+
+@pytest.fixture(scope="session")
+def vectors_notebook(tmp_path_factory: pytest.TempPathFactory) -> ExecutedNotebook:
+    from pglimits_core.servers.qdrant import QdrantServer
+
+    QdrantServer.install()  # verifies the installed binary (fetches it only where none was installed)
+    return execute_notebook("30-vectors.ipynb", tmp_path_factory.mktemp("vectors-notebook"), with_binaries=True,
+                            own_data=True)
+
+
+@pytest.fixture(scope="session")
+def pubsub_notebook(tmp_path_factory: pytest.TempPathFactory) -> ExecutedNotebook:
+    return execute_notebook("40-pubsub.ipynb", tmp_path_factory.mktemp("pubsub-notebook"))

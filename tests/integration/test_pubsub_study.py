@@ -11,18 +11,15 @@ import subprocess
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 from pglimits_core.load.driver import active_worker_pids
 from pglimits_core.record.rundir import finished_runs
-from pglimits_core.registry import workload
-from pglimits_core.studies.study import run_workload
 from pglimits_core.workloads.pubsub.ledger import account, read_json
 from pglimits_core.workloads.pubsub.ops import DRAIN_LIMIT_S, PublishOp, SubscribeOp
 from pglimits_core.workloads.pubsub.points import PUBLISH_DRAIN_S, variant
-from tests.conftest import processes_using
+from tests.conftest import ExecutedNotebook
 
 pytestmark = pytest.mark.integration
 
@@ -34,10 +31,11 @@ def _seconds(manifest: dict) -> float:
     return (ended - started).total_seconds()
 
 
-def test_the_test_profile_runs_and_accounts_for_every_message(tmp_path: Path, isolated_state: Path):
-    runs = tmp_path / "runs"
-    outcome = run_workload(workload("pubsub"), "test", runs_root=runs, progress=False)
-    assert not outcome.failures and not outcome.unavailable, (outcome.failures, outcome.unavailable)
+def test_the_test_profile_runs_and_accounts_for_every_message(pubsub_notebook: ExecutedNotebook):
+    """The records the pub/sub notebook's own test reads (the test profile, measured once a session)."""
+    runs = pubsub_notebook.runs
+    outcome = pubsub_notebook.outcome("pubsub")
+    assert not outcome["failures"] and not outcome["unavailable"], (outcome["failures"], outcome["unavailable"])
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
     experiments = {m["params"]["experiment"] for m in manifests}
     assert set(EXACT) | {"stuck_subscriber"} <= experiments
@@ -66,7 +64,7 @@ def test_the_test_profile_runs_and_accounts_for_every_message(tmp_path: Path, is
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
                               capture_output=True, text=True)
     assert validate.returncode == 0, validate.stdout + validate.stderr
-    assert not active_worker_pids() and not processes_using(isolated_state)
+    assert not active_worker_pids() and not pubsub_notebook.leaked
 
 
 @pytest.mark.parametrize("system", ["pg_notify", "redis_publish"])

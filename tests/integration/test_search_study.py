@@ -27,15 +27,16 @@ from pglimits_core.workloads.search.prepared import Prepared, Setup
 from pglimits_core.workloads.search.queries import build_query_set
 from pglimits_core.workloads.search.systems.registry import make_system
 from pglimits_core.workloads.search.variant import variant
-from tests.conftest import TEST_ROOT, processes_using
+from tests.conftest import TEST_ROOT, ExecutedNotebook, processes_using
 
 pytestmark = pytest.mark.integration
 
 
-def test_the_test_profile_measures_every_system_with_exact_answers(tmp_path: Path, isolated_state: Path):
-    runs = tmp_path / "runs"
-    outcome = run_workload(workload("search"), "test", runs_root=runs, progress=False)
-    assert outcome.unavailable == {} and outcome.failures == [], outcome.failures
+def test_the_test_profile_measures_every_system_with_exact_answers(search_notebook: ExecutedNotebook):
+    """The records the search notebook's own test reads (the test profile, measured once a session)."""
+    runs = search_notebook.runs
+    outcome = search_notebook.outcome("search")
+    assert outcome["unavailable"] == {} and outcome["failures"] == [], outcome["failures"]
     manifests = [json.loads((path / "manifest.json").read_text()) for path in finished_runs(runs)]
     assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
     by_experiment: dict[str, list[dict]] = {}
@@ -75,7 +76,7 @@ def test_the_test_profile_measures_every_system_with_exact_answers(tmp_path: Pat
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
                               capture_output=True, text=True)
     assert validate.returncode == 0, validate.stdout + validate.stderr
-    assert processes_using(isolated_state) == []
+    assert search_notebook.leaked == []
 
 
 @pytest.fixture(scope="module")

@@ -8,36 +8,25 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pglimits_core.record.rundir import finished_runs
+from tests.conftest import ExecutedNotebook
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def vectors_state(isolated_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private state dir that still finds the installed Qdrant binary, a private data dir."""
-    from pglimits_core.config import PROJECT_ROOT
-    from pglimits_core.servers.qdrant import QdrantServer
-
-    (isolated_state / "bin").symlink_to(PROJECT_ROOT / ".pglimits" / "bin")
-    QdrantServer.install()  # verifies the binary (fetches it only where none was installed)
-    monkeypatch.setenv("PGLIMITS_DATA_DIR", str(tmp_path / "data"))
-    return isolated_state
-
-
-def test_the_vector_study_runs_on_real_servers(vectors_state: Path, tmp_path: Path):
+def test_the_vector_study_runs_on_real_servers(vectors_notebook: ExecutedNotebook, monkeypatch: pytest.MonkeyPatch):
+    """The records the vectors notebook's own test reads (the test profile, measured once a session)."""
     from pglimits_core.analysis.outputs import build_outputs
     from pglimits_core.registry import workload
-    from pglimits_core.studies.study import run_workload
 
-    runs = tmp_path / "runs"
-    outcome = run_workload(workload("vectors"), "test", runs_root=runs, progress=False)
-    assert not outcome.failures and not outcome.unavailable, (outcome.failures, outcome.unavailable)
+    monkeypatch.setenv("PGLIMITS_DATA_DIR", str(vectors_notebook.data))  # its datasets, for the tables
+    runs = vectors_notebook.runs
+    outcome = vectors_notebook.outcome("vectors")
+    assert not outcome["failures"] and not outcome["unavailable"], (outcome["failures"], outcome["unavailable"])
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
     assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
     assert {m["params"]["experiment"] for m in manifests} == {"difficulty", "build", "sweep", "latency", "build_tagged",

@@ -7,24 +7,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from pglimits_core.config import NOTEBOOKS_DIR
 from pglimits_core.record.rundir import finished_runs
+from tests.conftest import ExecutedNotebook
 
 pytestmark = [pytest.mark.integration, pytest.mark.notebook]
 
 
-def test_pubsub_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
-    import papermill
-
-    runs, figures, tables = tmp_path / "runs", tmp_path / "figures", tmp_path / "tables"
-    papermill.execute_notebook(str(NOTEBOOKS_DIR / "40-pubsub.ipynb"), str(tmp_path / "out.ipynb"),
-                               parameters={"profile": "test", "measure": True, "runs_root": str(runs),
-                                           "figures_dir": str(figures), "tables_dir": str(tables)},
-                               cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+def test_pubsub_notebook_runs_end_to_end(pubsub_notebook: ExecutedNotebook):
+    runs, figures, tables = pubsub_notebook.runs, pubsub_notebook.figures, pubsub_notebook.tables
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
     assert {"fanout", "commit_serialization", "idle_listeners", "stuck_subscriber", "payload_limit"} \
         == {m["params"]["experiment"] for m in manifests}
@@ -40,6 +33,7 @@ def test_pubsub_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
     assert fanout.count("pg_notify batch=1") == 2 and fanout.count("redis_publish batch=1") == 2, fanout
     assert "payload string too long" in (tables / "pubsub-payload_limit.md").read_text()
     assert {"pubsub-fanout.png", "pubsub-commit-serialization.png"} <= {p.name for p in figures.iterdir()}
-    executed = json.loads((tmp_path / "out.ipynb").read_text())
+    executed = json.loads(pubsub_notebook.executed.read_text())
     images = [out for cell in executed["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
     assert len(images) == 2, f"{len(images)} figures in the executed notebook"
+    assert pubsub_notebook.leaked == []

@@ -6,24 +6,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from pglimits_core.config import NOTEBOOKS_DIR
 from pglimits_core.record.rundir import finished_runs
+from tests.conftest import ExecutedNotebook
 
 pytestmark = [pytest.mark.integration, pytest.mark.notebook]
 
 
-def test_queue_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
-    import papermill
-
-    runs, figures, tables = tmp_path / "runs", tmp_path / "figures", tmp_path / "tables"
-    papermill.execute_notebook(str(NOTEBOOKS_DIR / "10-queue.ipynb"), str(tmp_path / "out.ipynb"),
-                               parameters={"profile": "test", "measure": True, "runs_root": str(runs),
-                                           "figures_dir": str(figures), "tables_dir": str(tables)},
-                               cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+def test_queue_notebook_runs_end_to_end(queue_notebook: ExecutedNotebook):
+    runs, figures, tables = queue_notebook.runs, queue_notebook.figures, queue_notebook.tables
     records = finished_runs(runs)
     manifests = [json.loads((p / "manifest.json").read_text()) for p in records]
     assert {"throughput", "steady", "latency", "recovery", "consumer_crash", "backup"} <= {m["params"]["experiment"] for m in manifests}
@@ -58,6 +51,7 @@ def test_queue_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
     assert (tables / "queue-recovery.md").read_text().count("batch=1") == 3
     assert (tables / "queue-backup.md").read_text().count("batch=1") == 3
     # each chart is displayed under its table: the executed notebook carries them as images
-    executed = json.loads((tmp_path / "out.ipynb").read_text())
+    executed = json.loads(queue_notebook.executed.read_text())
     images = [out for cell in executed["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
     assert len(images) >= 4, f"{len(images)} figures in the executed notebook"
+    assert queue_notebook.leaked == []

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from pglimits_core.config import NOTEBOOKS_DIR
-from tests.conftest import TEST_ROOT
+from tests.conftest import ExecutedNotebook
 
 pytestmark = [pytest.mark.integration, pytest.mark.notebook]
 
@@ -26,18 +26,12 @@ SQLITE_GREEN = (0x54, 0x82, 0x35)  # ENGINE_COLOURS["sqlite_wal"]: only the figu
 
 
 @pytest.fixture(scope="module")
-def test_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Real run records of the test profile (~30 s); servers in a private state dir."""
-    from pglimits_core.registry import workload
-    from pglimits_core.studies.study import run_workload
-
+def test_runs(queue_notebook: ExecutedNotebook, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Real run records of the test profile's queue study: a copy of the ones the queue notebook's
+    test measured this session (the report writes beside them)."""
     runs = tmp_path_factory.mktemp("report") / "runs"
-    state = TEST_ROOT / f"report-{uuid.uuid4().hex[:8]}"  # the Postgres OS user must reach it
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PGLIMITS_STATE_DIR", str(state))
-        run_workload(workload("queue"), "test", runs, progress=False)
+    shutil.copytree(queue_notebook.runs, runs)
     yield runs
-    shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

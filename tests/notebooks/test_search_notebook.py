@@ -12,21 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pglimits_core.config import NOTEBOOKS_DIR
 from pglimits_core.record.rundir import finished_runs
-from tests.conftest import processes_using
+from tests.conftest import ExecutedNotebook
 
 pytestmark = [pytest.mark.integration, pytest.mark.notebook]
 
 
-def test_search_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
-    import papermill
-
-    runs, figures, tables = tmp_path / "runs", tmp_path / "figures", tmp_path / "tables"
-    papermill.execute_notebook(str(NOTEBOOKS_DIR / "20-search.ipynb"), str(tmp_path / "out.ipynb"),
-                               parameters={"profile": "test", "measure": True, "runs_root": str(runs),
-                                           "figures_dir": str(figures), "tables_dir": str(tables)},
-                               cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+def test_search_notebook_runs_end_to_end(search_notebook: ExecutedNotebook):
+    runs, figures, tables = search_notebook.runs, search_notebook.figures, search_notebook.tables
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
     assert {m["params"]["experiment"] for m in manifests} == {"load", "correctness", "throughput", "crossover", "latency"}
     assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
@@ -42,12 +35,12 @@ def test_search_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
     correctness = (tables / "search-correctness.md").read_text()
     assert correctness.count("measured") == 4 and "NOT MEASURED" not in correctness
     assert "pg_gin ranked" in (tables / "search-throughput.md").read_text()
-    executed = json.loads((tmp_path / "out.ipynb").read_text())
+    executed = json.loads(search_notebook.executed.read_text())
     images = [out for cell in executed["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
     assert len(images) >= 3, f"{len(images)} figures in the executed notebook"
     seed = next(cell for cell in executed["cells"] if cell.get("id") == "seed")
     assert "Postgres GIN" in json.dumps(seed["outputs"])
-    assert processes_using(isolated_state) == []
+    assert search_notebook.leaked == []
 
 
 def has_values(table_csv: Path, column: str) -> bool:
