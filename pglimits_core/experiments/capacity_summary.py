@@ -67,7 +67,8 @@ def capacity_text(row: pd.Series, unit: str) -> str:
             p99, window = _number(row.get("below_p99_ms")), _number(row.get("below_window_s"))
             at = f"p99 {p99:.1f} ms at {below:,.0f}/s" if p99 is not None else f"missed at {below:,.0f}/s"
             length = f", a {window:g}-s window" if window else ""
-            return f"none held: under {below:,.0f} {unit} ({at}{length}: the lowest with ≥ 100 operations)"
+            return f"none held: under {below:,.0f} {unit} ({at}{length}: the lowest with ≥ 100 operations)" + \
+                _held_above(row)
         probed = _number(row.get("probe_held_max_per_s"))
         return "none held" + ("" if probed else " (no probe held)")
     _, top, bound = capacity_bracket(row)
@@ -78,7 +79,17 @@ def capacity_text(row: pd.Series, unit: str) -> str:
     of = f"the p99 ≤ {tighter:g} ms target's windows" if tighter is not None else ""
     top_is = "top: its ceiling" if bound == "ceiling" else ""
     details = "; ".join(part for part in (top_is, held, f"p99 {p99:.1f} ms" if p99 is not None else "", of) if part)
-    return f"{bracket} {unit}" + (f" ({details})" if details else "")
+    return f"{bracket} {unit}" + (f" ({details})" if details else "") + _held_above(row)
+
+
+def _held_above(row: pd.Series) -> str:
+    """"; not monotone: every window held at 1,313 too, above the miss" (a tail that is not
+    monotone in rate: the capacity is read under the miss, the rate that held above it shown)."""
+    above, miss = _number(row.get("held_above_miss_per_s")), _number(row.get("capacity_miss_per_s"))
+    if above is None:
+        return ""
+    under = f" at {miss:,.0f}" if miss is not None else ""
+    return f"; not monotone: every window held at {above:,.0f} too, above the miss{under}"
 
 
 def capacity_summary(table: pd.DataFrame | None, unit: str) -> pd.DataFrame:
@@ -107,6 +118,7 @@ def capacity_lines(tables: dict[str, pd.DataFrame], unit: str) -> list[str]:
         return []
     return ["**Capacity, the headline** (the core experiment: each design's ceiling, closed loop over steady "
             "windows, and per latency target the highest offered rate whose p99 from the intended start held "
-            "in every steady window, bracketed by the next rate that missed; `≥` = a floor, its load the limit "
+            "in every steady window with no steady window missing at or below it, bracketed by the next rate "
+            "that missed; `≥` = a floor, its load the limit "
             "or no miss seen above it; server µs per item at that rate is shown, never deciding):", "",
             summary.to_markdown(index=False), ""]

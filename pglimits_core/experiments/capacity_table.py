@@ -204,13 +204,21 @@ def held_up_to(rows: list[dict[str, Any]]) -> tuple[float | None, list[dict[str,
     lowest such miss with the rate that held above it (None where none did). A miss the load
     caused (its set saturated) bounds nothing."""
     rate, held = confirmed(rows)
-    misses = [r for r in rows if r["stage"] == CONFIRM and not r["held"]
-              and limit_of(r["manifest"]) != LOAD and rate is not None and r["offered"] <= rate]
+    misses = [r for r in rows if r["stage"] == CONFIRM and not r["held"] and _a_measured_miss(r)
+              and rate is not None and r["offered"] <= rate]
     if not misses:
         return rate, held, None
     miss = min(misses, key=lambda r: r["offered"])
     lower, windows = confirmed(rows, below=miss["offered"])
     return lower, windows, {**miss, "held_above": rate}
+
+
+def _a_measured_miss(row: dict[str, Any]) -> bool:
+    """A window that measured a miss: complete, a p99 from enough operations, its load set not the
+    limit (an errored or interrupted window, or a thin one, vetoes no rate that held)."""
+    window = row["manifest"]["params"].get("window_s") or 0
+    return (row["manifest"]["status"] == "complete" and row["point"].p99_us is not None
+            and row["offered"] * window >= MIN_ITEMS and limit_of(row["manifest"]) != LOAD)
 
 
 def capacity_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:

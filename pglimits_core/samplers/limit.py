@@ -36,6 +36,9 @@ EMBEDDED_NOT_READ = "not applicable: the engine runs inside the load's processes
 #: the server's own processes must account for at least this share of its set's busy time before
 #: a saturated set is called the server's limit (otherwise something else ran there)
 OWN_SHARE = 0.7
+#: an embedded engine in a compiled program is read as the engine's limit only when that program
+#: alone kept its set this busy (the study process, idle during a tool's window, must stay out)
+COMPILED_OWN_SHARE = 0.9
 
 
 def limit_side(exact: dict[str, Any], placement: dict[str, Any], server_ceiling_cores: int | None = None,
@@ -80,8 +83,9 @@ def _compiled_embedded_side(exact: dict[str, Any]) -> dict[str, Any]:
     program, study = exact.get("load_cores_used") or 0.0, exact.get("harness_cores_used") or 0.0
     figures = (f"embedded engine in a compiled program: its set {load_busy:.0%} busy, {program:.2f} of {cores} "
                f"cores by the program, {study:.2f} by the study process")
-    if load_busy >= SATURATED and program >= OWN_SHARE * load_busy * cores:
-        return _side("server", f"engine-limited: the program the engine runs in saturated its set; {figures}")
+    if load_busy >= SATURATED and program >= COMPILED_OWN_SHARE * load_busy * cores:
+        return _side("server", f"engine-limited: the program the engine runs in (engine and its client loop, one "
+                               f"program) saturated its set; {figures}")
     if load_busy >= SATURATED:
         return _side(None, f"cannot tell: the set was saturated by other processes; {figures}")
     return _side("neither", f"its set not saturated; {figures}")

@@ -119,6 +119,26 @@ def test_a_capacity_is_never_read_above_a_steady_window_that_missed_below_it():
     assert monotone.capacity_per_s == 656 and pd.isna(monotone.held_above_miss_per_s)
 
 
+def test_an_errored_or_thin_window_vetoes_no_rate_that_held():
+    errored = record(CONFIRM, 938, 119)
+    errored["manifest"]["status"] = "failed"
+    thin = record(CONFIRM, 938, 119)
+    thin["manifest"]["params"]["window_s"] = 0.05  # 47 operations: no p99
+    for veto in (errored, thin):
+        row = capacity_table([record(CONFIRM, 656, 6)] * 3 + [veto] + [record(CONFIRM, 1313, 8)] * 3,
+                             reading, lambda s: 0.0).iloc[0]
+        assert row.capacity_per_s == 1313 and pd.isna(row.held_above_miss_per_s)
+
+
+def test_a_non_monotone_capacity_says_so_in_its_words():
+    from pglimits_core.experiments.capacity_summary import capacity_text
+
+    records = ([record(CONFIRM, 656, 6)] * 3 + [record(CONFIRM, 938, 119)] + [record(CONFIRM, 1313, 8)] * 3)
+    row = capacity_table(records, reading, lambda s: 0.0).iloc[0]
+    words = capacity_text(row, "jobs/s")
+    assert words.startswith("656–938 jobs/s") and "every window held at 1,313 too, above the miss at 938" in words
+
+
 def test_an_interrupted_confirmation_confirms_nothing():
     """1 of 3 windows measured (a sitting stopped mid-confirmation) holds no rate."""
     records = [record(PROBE, 1000, 30), record(CONFIRM, 900, 6)]

@@ -226,3 +226,16 @@ def test_the_sqlite_sources_5k_is_judged_at_its_share_of_this_boxs_pgmq_ceiling_
     at_5k = rows[rows.figure == "queue p99 end-to-end at 5k msg/s"].set_index("durability class (ours, both sides)")
     assert at_5k.loc[PER_COMMIT, "our ratio A/B"] == 0.5 and at_5k.loc[label("periodic"), "our ratio A/B"] == 0.5
     assert "at its own terms: 200/s = 11.8% of pgmq batch=1's ceiling" in at_5k.loc[PER_COMMIT, "verdict"]
+
+
+def test_a_matched_table_without_the_claims_rate_leaves_the_claim_to_the_sweep():
+    """The periodic pair ran only at 200/s in the matched rates: its 1k claim is the sweep's pair at
+    1,000/s, not a "not comparable" pair at 200."""
+    sweep = pd.DataFrame(latency_rows(SQLITE_NORMAL, 1000.0, [1.0]) + latency_rows("pg_delete batch=1", 1000.0, [2.0]))
+    sweep.loc[sweep.variant == "pg_delete batch=1", "durability_class"] = "periodic"
+    steady = pd.DataFrame([{**row, "window_s": 30.0} for row in
+                           latency_rows(SQLITE_NORMAL, 200.0, [0.5]) + latency_rows("pg_delete batch=1", 200.0, [1.5])])
+    steady.loc[steady.variant == "pg_delete batch=1", "durability_class"] = "periodic"
+    sqlite, postgres = measured_pair(SQLITE_VS_PGMQ_AT_1K, {"latency": sweep, "matched": steady}, "periodic")
+    assert (sqlite.rate, sqlite.value, postgres.value) == (1000.0, 1.0, 2.0)
+    assert "the latency sweep: short windows" in sqlite.note

@@ -49,8 +49,8 @@ type config struct {
 	samples                       string
 }
 
-// busyWaits counts the sleeps of SQLite's busy retry loop (every worker's)
-var busyWaits atomic.Int64
+// busyWaits counts the sleeps of SQLite's busy retry loop (every worker's), busyWaitNs their time
+var busyWaits, busyWaitNs atomic.Int64
 
 // Queue is one system's three verbs, as its adapter in the harness runs them.
 type Queue interface {
@@ -375,7 +375,10 @@ func main() {
 		"send_to_claim": r.endToEnd.summary(), "schedule_lag": r.lag.summary(),
 		"enqueue_service": r.sendSvc.summary(), "claim_service": r.claimSvc.summary(),
 		"claimed_in_window": r.claimedInWindow.Load(), "idle_polls_in_window": r.idleInWindow.Load(),
-		"busy_waits": busyWaits.Load(),
+		"busy_waits": busyWaits.Load(), "busy_wait_ns": busyWaitNs.Load(),
+	}
+	if c.system == "sqlite" {
+		out["sqlite_version"] = sqliteVersion()
 	}
 	if burnDown {
 		out["mode"], out["achieved_per_s"] = "burn-down", float64(r.claimedInWindow.Load())/c.duration.Seconds()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+	"golang.org/x/sys/unix"
 )
 
 // sqliteQueue is the embedded WAL queue in a compiled program, as the SQLite source study ran it
@@ -19,11 +20,14 @@ import (
 type sqliteQueue struct {
 	conns     []*sql.Conn
 	dbs       []*sql.DB
+	stmts     []statements // per file, prepared once (Python's sqlite3 caches its statements too)
 	cfg       config
 	name      string
 	offset    int // this worker's first shard to claim from and to enqueue into
 	nextShard int
 }
+
+type statements struct{ enqueue, claim, ack *sql.Stmt }
 
 var busyDelays = []time.Duration{100 * time.Microsecond, 200 * time.Microsecond, 500 * time.Microsecond,
 	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond}
@@ -49,9 +53,24 @@ func openSQLite(ctx context.Context, c config, name string, worker int) (Queue, 
 				}
 			}
 		}
-		q.dbs, q.conns = append(q.dbs, db), append(q.conns, conn)
+		var st statements
+		for _, p := range []struct {
+			into **sql.Stmt
+			text string
+		}{{&st.enqueue, c.enqueueSQL}, {&st.claim, c.claimSQL}, {&st.ack, c.ackSQL}} {
+			if *p.into, err = conn.PrepareContext(ctx, p.text); err != nil {
+				return nil, fmt.Errorf("prepare %q: %w", p.text, err)
+			}
+		}
+		q.dbs, q.conns, q.stmts = append(q.dbs, db), append(q.conns, conn), append(q.stmts, st)
 	}
 	return q, nil
+}
+
+// sqliteVersion is the library qload linked (the system's, as Python's sqlite3 uses)
+func sqliteVersion() string {
+	v, _, _ := sqlite3.Version()
+	return v
 }
 
 func isBusy(err error) bool {
@@ -71,7 +90,17 @@ func retry(call func() error) error {
 			return fmt.Errorf("database is locked (busy budget %v spent): %w", busyBudget, err)
 		}
 		busyWaits.Add(1)
-		time.Sleep(busyDelays[min(attempt, len(busyDelays)-1)])
+		slept := time.Now()
+		sleepExactly(busyDelays[min(attempt, len(busyDelays)-1)])
+		busyWaitNs.Add(int64(time.Since(slept)))
+	}
+}
+
+// sleepExactly waits d in the kernel (nanosleep), as Python's time.sleep does: the Go runtime's
+// timers may round a sub-millisecond sleep up to about a millisecond while the process is idle.
+func sleepExactly(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 	}
 }
 
@@ -99,7 +128,7 @@ func (q *sqliteQueue) Enqueue(ctx context.Context, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	return retry(func() error { _, err := q.conns[shard].ExecContext(ctx, q.cfg.enqueueSQL, args...); return err })
+	return retry(func() error { _, err := q.stmts[shard].enqueue.ExecContext(ctx, args...); return err })
 }
 
 // Claim tries the files from this worker's own first; the first non-empty claim is the answer.
@@ -114,7 +143,7 @@ func (q *sqliteQueue) Claim(ctx context.Context, batch int) ([]Claimed, error) {
 			if err != nil {
 				return err
 			}
-			rows, err := q.conns[shard].QueryContext(ctx, q.cfg.claimSQL, args...)
+			rows, err := q.stmts[shard].claim.QueryContext(ctx, args...)
 			if err != nil {
 				return err
 			}
@@ -145,8 +174,7 @@ func (q *sqliteQueue) Ack(ctx context.Context, claimed []Claimed) error {
 		byShard[shard] = append(byShard[shard], c.ID/int64(len(q.conns)))
 	}
 	for shard, rowids := range byShard {
-		conn := q.conns[shard]
-		err := retry(func() error { return q.ackRows(ctx, conn, rowids) })
+		err := retry(func() error { return q.ackRows(ctx, q.conns[shard], q.stmts[shard].ack, rowids) })
 		if err != nil {
 			return err
 		}
@@ -154,13 +182,13 @@ func (q *sqliteQueue) Ack(ctx context.Context, claimed []Claimed) error {
 	return nil
 }
 
-func (q *sqliteQueue) ackRows(ctx context.Context, conn *sql.Conn, rowids []int64) error {
+func (q *sqliteQueue) ackRows(ctx context.Context, conn *sql.Conn, ack *sql.Stmt, rowids []int64) error {
 	exec := func(rowid int64) error {
 		args, err := q.args(q.cfg.ackParams, map[string]any{"id": rowid, "consumer": q.name})
 		if err != nil {
 			return err
 		}
-		_, err = conn.ExecContext(ctx, q.cfg.ackSQL, args...)
+		_, err = ack.ExecContext(ctx, args...)
 		return err
 	}
 	if len(rowids) == 1 {
@@ -183,6 +211,9 @@ func (q *sqliteQueue) ackRows(ctx context.Context, conn *sql.Conn, rowids []int6
 }
 
 func (q *sqliteQueue) Close() {
+	for _, st := range q.stmts {
+		_, _, _ = st.enqueue.Close(), st.claim.Close(), st.ack.Close()
+	}
 	for i := range q.conns {
 		_ = q.conns[i].Close()
 		_ = q.dbs[i].Close()

@@ -171,7 +171,8 @@ def own_terms_rate(claim: SeedClaim, capacity: pd.DataFrame | None,
 def own_terms_words(claim: SeedClaim, rate: float, ceiling: Measured) -> str:
     """"9.9% of pg_skiplocked batch=10's ceiling here (10,062 jobs/s) — the rate both were offered
     nearest the seed's share (10.9%: 5,000 of 46,000), within ×1.5"."""
-    return (f"{rate / ceiling.value:.1%} of {ceiling.variant}'s ceiling here ({ceiling.value:,.0f} jobs/s) — the "
+    return (f"{rate / ceiling.value:.1%} of {ceiling.variant}'s ceiling here ({ceiling.value:,.0f} jobs/s, "
+            f"{label(ceiling.durability_class)}) — the "
             f"rate both were offered nearest the seed's share ({claim.share_of_peak():.1%}: {claim.rate:,.0f} of "
             f"{claim.of_peak[0]:,.0f}), within ×{OWN_TERMS_SLACK:g}")
 
@@ -242,9 +243,12 @@ def measured_pair(claim: SeedClaim, tables: dict[str, pd.DataFrame],
     (steady windows, the server on its own core), else from the burn-down sweep."""
     throughput = tables.get("throughput", pd.DataFrame())
     if claim.metric == "e2e_p99":  # the steady windows at the claims' rates first, else the sweep's
-        pairs = (_latency_pair(tables.get(name, pd.DataFrame()), claim, durability_class, reach(throughput),
-                               tables.get("capacity"), steady=name == "matched") for name in ("matched", "latency"))
-        return next((pair for pair in pairs if pair[0] is not None), (None, None))
+        pairs = [_latency_pair(tables.get(name, pd.DataFrame()), claim, durability_class, reach(throughput),
+                               tables.get("capacity"), steady=name == "matched") for name in ("matched", "latency")]
+        found = [pair for pair in pairs if pair[0] is not None]
+        # on the claim's terms first (its rate, or its share of this box's ceiling); else the pair at
+        # another rate, shown as context ("not comparable")
+        return next((pair for pair in found if _on_its_terms(claim, pair)), found[-1] if found else (None, None))
     if claim.metric == "throughput":
         a, b = (_ceiling_point(tables.get("capacity"), designs, durability_class)
                 for designs in (claim.a_designs, claim.b_designs))
@@ -253,6 +257,12 @@ def measured_pair(claim: SeedClaim, tables: dict[str, pd.DataFrame],
     consumers = 1 if claim.metric == "throughput_1" else None
     return (_throughput_point(throughput, claim.a_designs, consumers, durability_class),
             _throughput_point(throughput, claim.b_designs, consumers, durability_class))
+
+
+def _on_its_terms(claim: SeedClaim, pair: tuple[Measured | None, Measured | None]) -> bool:
+    """A latency pair at the claim's rate, or at its own terms."""
+    a = pair[0]
+    return a is not None and (a.rate == claim.rate or bool(a.own_terms) or claim.rate is None)
 
 
 def judge(claim: SeedClaim, a: Measured | None, b: Measured | None) -> tuple[float | None, str]:
