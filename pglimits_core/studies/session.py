@@ -17,6 +17,7 @@ from pglimits_core.config import state_dir
 from pglimits_core.placement import pin_tree, server_cpus_now
 from pglimits_core.servers.fleet import Fleet, running_endpoints
 from pglimits_core.servers.registry import server_class
+from pglimits_core.studies.study_lock import one_study_at_a_time
 
 
 class AttachedFleet:
@@ -46,7 +47,8 @@ def study_servers(names: list[str], fresh_data: bool = True, external: dict[str,
         yield AttachedFleet(attached)
         return
     root = state_dir() / "study"
-    if fresh_data:  # a study never inherits queue tables or dead tuples from an earlier run
-        shutil.rmtree(root, ignore_errors=True)
-    with Fleet(names, strict=False, data_root=Path(root), external=external, options=options) as fleet:
-        yield fleet
+    with one_study_at_a_time():  # another study's servers may be running on ``root``
+        if fresh_data:  # a study never inherits queue tables or dead tuples from an earlier run
+            shutil.rmtree(root, ignore_errors=True)
+        with Fleet(names, strict=False, data_root=Path(root), external=external, options=options) as fleet:
+            yield fleet
