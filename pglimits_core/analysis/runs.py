@@ -116,6 +116,8 @@ def _run_columns(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             "limit_from_sets": isinstance(manifest.get("limit"), dict) and not shared_cores(manifest),
             "client_cpu_pct": cpu.get("client_cpu_pct_median"),
             "server_cpu_pct": cpu.get("server_cpu_pct_median"),
+            # the window's exact server CPU (cores), where the sets were read: the authoritative figure
+            "server_cores_exact": (cpu.get("exact") or {}).get("server_cores_used"),
             "harness_cpu_pct": cpu.get("harness_cpu_pct_median"),  # None in records before it was sampled
             "other_cpu_pct": other_cpu_pct(cpu), "cores": cpu.get("cores"),
             "slo": params.get("slo"), "path": str(path)}

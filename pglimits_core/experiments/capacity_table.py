@@ -83,7 +83,7 @@ def ceiling_figures(runs: list[dict[str, Any]], items_per_s: Callable[[Summary],
         if record["manifest"]["status"] == "complete" and record["summary"]:
             summary = Summary.model_validate(record["summary"])
             manifest = {**record["manifest"], "limit": {"side": ceiling_limit(record, summary, ran_dry)},
-                        "_p99_ms": closed_loop_p99_ms(summary)}
+                        "_p99_ms": closed_loop_p99_ms(summary), "_drift": window_drift(record.get("path"))}
             by_clients[record["manifest"]["params"]["clients"]].append((items_per_s(summary), manifest))
     if not by_clients:
         return {"ceiling_per_s": None}
@@ -91,12 +91,36 @@ def ceiling_figures(runs: list[dict[str, Any]], items_per_s: Callable[[Summary],
     clients, best = max(by_clients.items(), key=lambda kv: statistics.median(r for r, _ in kv[1]))
     rates = [rate for rate, _ in best]
     cores = [exact_of(m).get("server_cores_used") for _, m in best]
+    drifts = [m["_drift"] for _, m in best if m.get("_drift") is not None]
     return {"ceiling_per_s": statistics.median(rates), "ceiling_low": min(rates), "ceiling_high": max(rates),
             "ceiling_runs": len(rates), "ceiling_clients": clients,
             "ceiling_limit": combined_limit([limit_of(m) for _, m in best]),
             "ceiling_server_cores": None if None in cores else statistics.median(cores),
             "ceiling_s": min(m["params"].get("window_s") or 0 for _, m in best) or None,
+            "ceiling_drift": statistics.median(drifts) if drifts else None,
+            "ceiling_drift_low": min(drifts, default=None), "ceiling_drift_high": max(drifts, default=None),
             "ceiling_by_clients": per_clients}
+
+
+#: seconds at each end of a ceiling's window compared by ``window_drift``
+DRIFT_EDGE_S = 5
+
+
+def window_drift(run_path: str | None) -> float | None:
+    """How a closed-loop window's rate moved inside it: the mean items/s of its last
+    ``DRIFT_EDGE_S`` whole measured seconds over its first's, minus 1 (-0.5: it halved). A ceiling is a
+    window's average; one that falls steadily (dead tuples, index churn) depends on the window's
+    length, and the table says so. None: no per-second series, or too short a window."""
+    if not run_path or not (Path(run_path) / "timeseries.parquet").exists():
+        return None
+    series = pd.read_parquet(Path(run_path) / "timeseries.parquet")
+    series = series[(series.phase == "measure") & series.role.isin(("tool", "client"))]
+    # the window's first and last seconds may be partial (a load starting or stopping mid-second)
+    per_second = series.groupby("second")["items"].sum().sort_index().iloc[1:-1]
+    if len(per_second) < 3 * DRIFT_EDGE_S:
+        return None
+    first, last = per_second.iloc[:DRIFT_EDGE_S].mean(), per_second.iloc[-DRIFT_EDGE_S:].mean()
+    return None if not first else float(last / first - 1)
 
 
 def _at_clients(clients: int, runs: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
@@ -343,12 +367,26 @@ def capacity_table(records: list[dict[str, Any]], reading: Reading, items_per_s:
             at = [r for r in runs if r["manifest"]["params"].get("target_p99_ms") == target]
             searched = [r for r in at if r["manifest"]["params"]["stage"] != RATE_CHECK]
             figures = capacity_figures(readings(searched, reading) + stricter_windows(runs, target, reading))
+            figures["window_held_above_per_s"] = None if figures.get("capacity_miss_per_s") is not None else (
+                window_held_above(runs, target, reading, figures.get("capacity_per_s")))
             checked = [r for r in at if r["manifest"]["params"]["stage"] == RATE_CHECK]
             rows.append({**base, "target_p99_ms": target, **ceiling, **figures,
                          **rate_check_figures(readings(checked, reading), figures)})
         if not targets:
             rows.append({**base, "target_p99_ms": None, **ceiling})
     return pd.DataFrame(rows)
+
+
+def window_held_above(runs: list[dict[str, Any]], target: float, reading: Reading, rate: float | None) -> float | None:
+    """The highest rate above the capacity where any window of the design (a probe or a steady
+    window, at any target) met this target, asked where no steady window missed above it: the
+    search stopped lower (a first probe's miss sends it down), so the figure is a floor."""
+    if rate is None:
+        return None
+    windows = [r for r in runs if r["manifest"]["params"]["stage"] in (PROBE, CONFIRM)
+               and float(r["manifest"]["params"]["offered_per_s"]) > rate]
+    held = [row["offered"] for row in readings(windows, reading, judged_at_ms=target) if row["held"]]
+    return max(held, default=None)
 
 
 def records_at(paths: Any) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ Read from a window's exact CPU figures (``exact_cpu.window_figures``) and the pl
   ceiling: the server could not have done more on this set.
 - ``load`` — the load's set was saturated by the load (the harness's workers, a C tool, the study
   process): the load could not offer more, so the figure is a floor (≥ x), never the server's
-  ceiling.
+  ceiling — also when the server's set was saturated as well (both sides out of CPU).
 - ``neither`` — both sets had idle CPU: the offered rate, a latency target, locks or the disk set
   the figure (an open-loop point below capacity is such a point).
 - None — it cannot be told: the placement shares the cores between the sides (then the old
@@ -98,6 +98,11 @@ def _split_side(exact: dict[str, Any], server_ceiling_cores: int | None) -> dict
     can_use = min(server_ceiling_cores or set_cores, set_cores)
     figures = (f"server set {server_busy:.0%} busy ({used:.2f} of {set_cores} cores by the server, "
                f"which can use {can_use}), load set {load_busy:.0%} busy")
+    load_saturated = _load_saturated(exact)
+    if load_saturated and (used >= SATURATED * can_use or server_busy >= SATURATED):
+        # both sides out of CPU: the load could not have offered more, so the server's figure is
+        # at least this, not shown to be its ceiling (Redis at 86 % of its core, the load at 99 %)
+        return _side("load", f"both sets saturated (a floor: the load could offer no more); {figures}")
     if used >= SATURATED * can_use:
         return _side("server", f"server-limited: the server used what it can; {figures}")
     if server_busy >= SATURATED and used >= OWN_SHARE * server_busy * set_cores:
@@ -105,12 +110,19 @@ def _split_side(exact: dict[str, Any], server_ceiling_cores: int | None) -> dict
     if server_busy >= SATURATED:
         return _side(None, f"cannot tell: the server's set was saturated by other processes; {figures}")
     load_used = (exact.get("load_cores_used") or 0.0) + (exact.get("harness_cores_used") or 0.0)
-    if load_busy >= SATURATED and load_used >= OWN_SHARE * load_busy * exact["load_set_cores"]:
+    if load_saturated:
         return _side("load", f"load-limited (a floor): the load's set saturated; {figures}")
     if load_busy >= SATURATED:
         return _side(None, f"cannot tell: the load's set was saturated by other processes "
                            f"(the load and the study used {load_used:.2f} cores of it); {figures}")
     return _side("neither", f"neither set saturated; {figures}")
+
+
+def _load_saturated(exact: dict[str, Any]) -> bool:
+    """The load's set saturated by the load itself (its tool or workers and the study process)."""
+    load_busy, load_used = exact["load_set_busy"], (exact.get("load_cores_used") or 0.0) + (
+        exact.get("harness_cores_used") or 0.0)
+    return load_busy >= SATURATED and load_used >= OWN_SHARE * load_busy * exact["load_set_cores"]
 
 
 def _side(side: str | None, reason: str) -> dict[str, Any]:
@@ -119,8 +131,18 @@ def _side(side: str | None, reason: str) -> dict[str, Any]:
 
 def side_of_record(limit: dict[str, Any], exact: dict[str, Any] | None) -> str | None:
     """The side a record's ``limit`` names; for an embedded engine's record written before
-    ``embedded_side``, the side its own exact figures give."""
+    ``embedded_side``, the side its own exact figures give; a "server" read while the load's set
+    was saturated too is a floor (``load``), as ``_split_side`` now reads it."""
     side = limit.get("side")
     if side is None and limit.get("reason") == EMBEDDED_NOT_READ and exact and exact.get("load_set_busy") is not None:
         return embedded_side(exact)["side"]
+    if side == "server" and _split_figures(exact) and _load_saturated(exact):
+        return "load"  # read before both-saturated became a floor (``_split_side``)
     return side
+
+
+def _split_figures(exact: dict[str, Any] | None) -> bool:
+    """Exact figures of a split placement with a server set in use (not an embedded engine's)."""
+    return bool(exact) and all(exact.get(key) is not None for key in
+                               ("server_set_busy", "load_set_busy", "load_set_cores")) and (
+        exact["server_set_busy"] >= SATURATED)

@@ -12,7 +12,7 @@ from pglimits_core.workloads.queue.prefill_size import FLOOR, SAFETY, PrefillSiz
 
 #: points per experiment of the full plan (3 repetitions where the experiment repeats)
 DESIGNED = {"throughput": 109, "latency": 51, "steady": 18, "recovery": 20, "consumer_crash": 10, "backup": 6,
-            "harness_bench": 4, "capacity": 12, "placement": 4, "matched": 24}
+            "harness_bench": 4, "capacity": 12, "placement": 4, "matched": 30}
 
 
 def full_points():
@@ -83,8 +83,9 @@ def test_the_source_studies_peak_figures_are_ceilings_alone_and_their_latency_cl
                         "sqlite_wal batch=1 shards=4", "sqlite_wal batch=1 shards=8"}
     matched = [p for p in points if p.experiment == "matched"]
     assert {p.params["duration_s"] for p in matched} == {30} and Counter(p.params["rate"] for p in matched) == {
-        1000: 12, 200: 12}
-    assert all(p.label.startswith(("sqlite", "pgmq", "pg_delete")) for p in matched if p.params["rate"] == 200)
+        1000: 18, 200: 12}
+    assert all(p.label.startswith(("sqlite", "pgmq", "pg_skiplocked")) for p in matched if p.params["rate"] == 200)
     assert {p.label for p in matched if p.params["rate"] == 1000} == {
         "pg_skiplocked batch=10", "redis_reliable appendfsync=always batch=10 pipeline=10",
-        "sqlite_wal batch=1 synchronous=full", "pgmq batch=1"}
+        "sqlite_wal batch=1 synchronous=full", "pgmq batch=1", "sqlite_wal batch=1",
+        "pg_skiplocked batch=1 synchronous_commit=off"}

@@ -99,7 +99,20 @@ def _verdict_row(row: pd.Series, sides: pd.DataFrame) -> dict:
     if undecided:
         return {"versus": rival.variant, "verdict_class": LOAD_LIMITED, "verdict_why": undecided}
     verdict = decide(row.side, rival.side)
-    return {"versus": rival.variant, "verdict_class": sweep_class(verdict.klass), "verdict_why": verdict.why}
+    why = (f"{verdict.winner}: " if verdict.winner else "") + verdict.why + _in_ms(row, rival)
+    steady = bool(row.get("steady", False))  # a matched point's steady windows: its class is its own
+    return {"versus": rival.variant, "verdict_class": verdict.klass if steady else sweep_class(verdict.klass),
+            "verdict_why": why}
+
+
+def _in_ms(row: pd.Series, rival: pd.Series) -> str:
+    """A latency pair's runs as the reader knows them: the rule compares 1000/p99 (higher is
+    better), so the why says so and gives each side's p99 range in ms."""
+    ours, theirs = row.get("p99_ms_range"), rival.get("p99_ms_range")
+    if not isinstance(ours, tuple) or not isinstance(theirs, tuple):
+        return ""
+    return (f" (runs as 1000/p99 ms; p99 {ours[0]:.2f}–{ours[1]:.2f} ms here vs "
+            f"{theirs[0]:.2f}–{theirs[1]:.2f} ms)")
 
 
 def _undecided(row: pd.Series) -> str:
@@ -130,12 +143,13 @@ def throughput_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([table, verdict_columns(sides)], axis=1)
 
 
-def latency_verdicts(table: pd.DataFrame, reaches: dict[str, Reach]) -> pd.DataFrame:
+def latency_verdicts(table: pd.DataFrame, reaches: dict[str, Reach], steady: bool = False) -> pd.DataFrame:
     """The latency table (a row per run) with each design's verdict at its offered rate: value
-    1/median p99, a side out of reach of the rate is ``reaches_rate=False``."""
+    1/median p99, a side out of reach of the rate is ``reaches_rate=False``. ``steady``: the rows
+    are steady windows (the matched points), not a sweep's short ones: their class stands as is."""
     if table.empty:
         return table
-    designs = [_latency_side(variant, rate, runs, reaches)
+    designs = [{**_latency_side(variant, rate, runs, reaches), "steady": steady}
                for (variant, rate), runs in table.groupby(["variant", "offered_per_s"], sort=False)]
     sides = pd.DataFrame(designs)
     judged = pd.concat([sides, verdict_columns(sides)], axis=1).set_index(["variant", "point"])
@@ -152,4 +166,4 @@ def _latency_side(variant: str, rate: float, runs: pd.DataFrame, reaches: dict[s
                 reaches_rate=not cannot_reach(reaches, variant, rate),
                 value_range=(1000 / p99s[1], 1000 / p99s[0]) if p99s and p99s[0] else None)
     return {"variant": variant, "durability_class": runs.durability_class.iloc[0], "point": rate,
-            "better": side.value or 0.0, "side": side, "undecided": offered_only(runs)}
+            "better": side.value or 0.0, "side": side, "undecided": offered_only(runs), "p99_ms_range": p99s}

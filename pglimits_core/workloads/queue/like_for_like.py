@@ -11,6 +11,7 @@ import re
 
 import pandas as pd
 
+from pglimits_core.errors import PGLimitsError
 from pglimits_core.record.summary import SUSTAINED_FRACTION
 from pglimits_core.workloads.queue.systems.registry import REGISTRY, SERVER_FOR
 
@@ -26,6 +27,19 @@ def server_of(variant: str) -> str:
 def delivery_of(variant: str) -> str:
     """The system's delivery guarantee ("at-least-once" / "at-most-once"), from its class."""
     return REGISTRY.system_class(str(variant).split()[0]).delivery_guarantee
+
+
+def promise_of(variant: str) -> str | None:
+    """A design's delivery guarantee (None: not a queue system the registry knows)."""
+    try:
+        return delivery_of(variant)
+    except PGLimitsError:
+        return None
+
+
+def one_promise(a: str, b: str) -> bool:
+    """Both designs make the same delivery promise (or one's is not known: nothing to refuse on)."""
+    return None in (promise_of(a), promise_of(b)) or promise_of(a) == promise_of(b)
 
 
 def batch_of(variant: str) -> str:

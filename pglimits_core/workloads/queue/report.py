@@ -28,7 +28,8 @@ CLIENT_BOUND_NOTE = ("Every table carries each variant's <b>durability class</b>
                      "<code>runs</code> counts the runs behind the number, <code>runs_recorded</code> every run "
                      f"of the point. The {DEFINITION} (columns <code>send_to_claim_*</code>).")
 
-HEAD_TO_HEAD = ("; server_cpu_us_per_job = the server's own CPU per job (µs; every server process the sampler "
+HEAD_TO_HEAD = ("; server_cpu_us_per_job = the server's own CPU per job (µs; the exact counters of its CPU set "
+                "over the window where they were read, else every server process the sampler "
                 "saw, Postgres parallel and autovacuum workers included; in the throughput table over the "
                 "runs whose CPU split can be trusted, counted in server_cpu_runs; shown, never deciding); "
                 "limit = which side set the limit (server, load: the figure a floor, or neither); "

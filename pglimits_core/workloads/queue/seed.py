@@ -23,7 +23,13 @@ from pglimits_core.analysis.flags import flag_set
 from pglimits_core.analysis.runs import runs_limit
 from pglimits_core.analysis.seed import AGREEMENT_SLACK, floor_could_move_it, verdict  # noqa: F401
 from pglimits_core.analysis.seed import range_text as _range_text
-from pglimits_core.analysis.verdict import NOT_COMPARABLE, Side, decide, limit_from_record
+from pglimits_core.analysis.verdict import (
+    NOT_COMPARABLE,
+    Side,
+    decide,
+    limit_from_record,
+    sweep_class,
+)
 from pglimits_core.workloads.queue.durability_tables import (
     CLASSES,
     UNKNOWN,
@@ -33,6 +39,7 @@ from pglimits_core.workloads.queue.durability_tables import (
 )
 from pglimits_core.workloads.queue.head_to_head import Reach, cannot_reach, reach
 from pglimits_core.workloads.queue.latency_names import P99
+from pglimits_core.workloads.queue.like_for_like import one_promise, promise_of
 from pglimits_core.workloads.queue.seed_claims import (  # noqa: F401 (the claims, as tests and drills import them)
     CLAIMS,
     POSTGRES_ANY,
@@ -63,6 +70,7 @@ class Measured:
     side: Side | None = None  # the side as the who-set-the-limit rule judges it
     unreachable: str = ""  # the design cannot reach the rate on this box at all: why
     own_terms: str = ""  # measured at the seed's share of this box's capacity, not its absolute rate: how
+    sweep: bool = False  # a latency side from the sweep's short windows: indicative, never decided
 
 
 def _of_class(table: pd.DataFrame, design_name: str, durability_class: str | None) -> pd.DataFrame:
@@ -127,6 +135,9 @@ def _latency_point(table: pd.DataFrame, variant: str, rate: float, reaches: dict
     # late sends and the backlog left then are not in it
     flags += [f"not sustained in {short} of {len(rows)} runs: the p99 is a floor"] if short else []
     flags += ["client-bound"] if any(flag_set(value) for value in rows.client_bound) else []
+    # a server out of CPU at the rate is at its capacity there: its p99 is that regime's, said so
+    flags += ["the server's CPU set saturated (≥ 85 % busy): at its capacity here"] \
+        if runs_limit(rows) == "server" else []
     shortfall = (f"{variant} did not sustain {rate:,.0f}/s here (fell short in {short} of {len(rows)} runs)"
                  if short else "")
     p99, unreachable = float(rows[P99].median()), cannot_reach(reaches, variant, rate)
@@ -134,7 +145,7 @@ def _latency_point(table: pd.DataFrame, variant: str, rate: float, reaches: dict
     side = Side(variant, 1000 / p99 if p99 else None, reaches_rate=not unreachable, limit=runs_limit(rows),
                 value_range=(1000 / high, 1000 / low) if low else None)
     return Measured(variant, p99, "; ".join(flags), rate, rows.durability_class.iloc[0], shortfall=shortfall,
-                    side=side, unreachable=unreachable)
+                    side=side, unreachable=unreachable, sweep=not steady)
 
 
 def _windows(rows: pd.DataFrame, steady: bool) -> str:
@@ -192,24 +203,37 @@ def _latency_pair(table: pd.DataFrame, claim: SeedClaim, durability_class: str |
         return None, None
     table = ensure_class(table)
     own = own_terms_rate(claim, capacity, durability_class)
+    for a, b in _candidates(table, claim, durability_class):
+        rate = _matched_rate(table, a, b, claim.rate or 0)
+        at_share = (_own_terms_rate_offered(table, a, b, own[0])
+                    if rate is not None and rate != claim.rate and own is not None else None)
+        if at_share is not None:
+            pair = (_latency_point(table, a, at_share, reaches, steady),
+                    _latency_point(table, b, at_share, reaches, steady))
+            for side in pair:
+                side.own_terms = own_terms_words(claim, at_share, own[1])
+            return pair
+        if rate is not None:
+            return _latency_point(table, a, rate, reaches, steady), _latency_point(table, b, rate, reaches, steady)
+    return None, None
+
+
+def _promises_as_the_source(claim: SeedClaim, a: Measured, b: Measured) -> bool:
+    """Our pair makes one delivery promise on both sides, or the source's own pairing did not
+    (its delete-mode Postgres, at-most-once, against Redis's reliable queue: its claim, kept)."""
+    return one_promise(a.variant, b.variant) or not one_promise(claim.a_designs[0], claim.b_designs[0])
+
+
+def _candidates(table: pd.DataFrame, claim: SeedClaim, durability_class: str | None) -> list[tuple[str, str]]:
+    """The claim's (A, B) variants measured in the class, in the claim's order, pairs with one
+    delivery guarantee first (a pair that differs is kept last: shown, never judged)."""
+    pairs = []
     for a_name in claim.a_designs:
         for b_name in claim.b_designs:
             a_rows, b_rows = _of_class(table, a_name, durability_class), _of_class(table, b_name, durability_class)
-            if a_rows.empty or b_rows.empty:
-                continue
-            a, b = sorted(a_rows.variant.unique())[0], sorted(b_rows.variant.unique())[0]
-            rate = _matched_rate(table, a, b, claim.rate or 0)
-            at_share = (_own_terms_rate_offered(table, a, b, own[0])
-                        if rate is not None and rate != claim.rate and own is not None else None)
-            if at_share is not None:
-                pair = (_latency_point(table, a, at_share, reaches, steady),
-                        _latency_point(table, b, at_share, reaches, steady))
-                for side in pair:
-                    side.own_terms = own_terms_words(claim, at_share, own[1])
-                return pair
-            if rate is not None:
-                return _latency_point(table, a, rate, reaches, steady), _latency_point(table, b, rate, reaches, steady)
-    return None, None
+            if not a_rows.empty and not b_rows.empty:
+                pairs.append((sorted(a_rows.variant.unique())[0], sorted(b_rows.variant.unique())[0]))
+    return sorted(pairs, key=lambda pair: not one_promise(*pair))  # stable: the claim's order kept
 
 
 def _ceiling_point(capacity: pd.DataFrame | None, designs: tuple[str, ...],
@@ -246,9 +270,11 @@ def measured_pair(claim: SeedClaim, tables: dict[str, pd.DataFrame],
         pairs = [_latency_pair(tables.get(name, pd.DataFrame()), claim, durability_class, reach(throughput),
                                tables.get("capacity"), steady=name == "matched") for name in ("matched", "latency")]
         found = [pair for pair in pairs if pair[0] is not None]
-        # on the claim's terms first (its rate, or its share of this box's ceiling); else the pair at
-        # another rate, shown as context ("not comparable")
-        return next((pair for pair in found if _on_its_terms(claim, pair)), found[-1] if found else (None, None))
+        # on the claim's terms first (its rate, or its share of this box's ceiling), one delivery
+        # promise on both sides before two; else the pair at another rate, shown as context
+        on_terms = [pair for pair in found if _on_its_terms(claim, pair)]
+        alike = [pair for pair in on_terms if one_promise(pair[0].variant, pair[1].variant)]
+        return next(iter(alike + on_terms), found[-1] if found else (None, None))
     if claim.metric == "throughput":
         a, b = (_ceiling_point(tables.get("capacity"), designs, durability_class)
                 for designs in (claim.a_designs, claim.b_designs))
@@ -269,6 +295,9 @@ def judge(claim: SeedClaim, a: Measured | None, b: Measured | None) -> tuple[flo
     """Our A/B ratio and the verdict for a pair measured in one durability class."""
     if a is None or b is None:
         return None, "not measured here"
+    if not _promises_as_the_source(claim, a, b):  # one side may lose a job the other redelivers: no verdict
+        return None, (f"not compared: different delivery guarantees (A {promise_of(a.variant)}, "
+                      f"B {promise_of(b.variant)}); the figures are context only")
     if claim.rate and a.rate != claim.rate and not a.own_terms:
         # a p99 at another rate is shown for context, but it is not the seed's figure
         return None, f"not comparable: not offered {claim.rate:,.0f}/s here (ours at {a.rate:,.0f}/s)"
@@ -288,7 +317,9 @@ def judge(claim: SeedClaim, a: Measured | None, b: Measured | None) -> tuple[flo
         return ratio, (f"inconclusive: ours {' and '.join(floors)} a lower bound, the true ratio may reach the "
                        f"seed's{terms}")
     judged = verdict(ratio, low, high)
-    return ratio, judged + (f" (ours {' and '.join(floors)}: a lower bound)" if floors else "") + terms
+    # a sweep's short windows can swing a p99 many times over (a stall in 2 s): they indicate only
+    sweep = "indicative only (the sweep's short windows): " if a.sweep or b.sweep else ""
+    return ratio, sweep + judged + (f" (ours {' and '.join(floors)}: a lower bound)" if floors else "") + terms
 
 
 def comparison_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -319,7 +350,8 @@ def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured 
                   f"B {label(b.durability_class)}); the ratio is context only")
     low, high = claim.seed_ratio_range()
     unit = "jobs/s" if claim.metric.startswith("throughput") else "ms p99"
-    judged_by = decide(a.side, b.side).klass if durability_class and a and b and a.side and b.side else "—"
+    judged_by = _judged_by(durability_class, a, b) if a is None or b is None or _promises_as_the_source(
+        claim, a, b) else "—"
     return {"source": claim.source, "figure": claim.what,
             "durability class (ours, both sides)": label(durability_class) if durability_class else "—",
             "A / B": f"{claim.a_label} / {claim.b_label}", "seed durability": claim.seed_durability,
@@ -327,6 +359,15 @@ def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured 
             "seed ratio A/B": _range_text(low, high), "ours A": _ours_text(a, unit), "ours B": _ours_text(b, unit),
             "our ratio A/B": _ratio_text(ratio, a, b, claim.metric), "verdict": judged,
             "verdict class": judged_by}
+
+
+def _judged_by(durability_class: str | None, a: Measured | None, b: Measured | None) -> str:
+    """The rule's class for a like-for-like pair of one durability class ("—" otherwise); a pair
+    read from the sweep's short windows is only indicative (``sweep_class``)."""
+    if not (durability_class and a and b and a.side and b.side) or not one_promise(a.variant, b.variant):
+        return "—"
+    klass = decide(a.side, b.side).klass
+    return sweep_class(klass) if a.sweep or b.sweep else klass
 
 
 def _ratio_text(ratio: float | None, a: Measured | None, b: Measured | None, metric: str) -> float | str | None:

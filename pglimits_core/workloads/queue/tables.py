@@ -156,7 +156,7 @@ def _sweep_point(runs: pd.DataFrame) -> dict:
     # server CPU per job only from runs whose CPU split can be believed (``trusted``): a verdict
     # sent to the CPU rule because the split was doubted must not then use that same split
     believed = trusted(used)
-    cpu = server_cpu_us_per_job(_column(believed, "server_cpu_pct"), believed.items_per_s).dropna()
+    cpu = server_cpu_us_per_job(server_pct(believed), believed.items_per_s).dropna()
     lower = measured.empty or bool(censored)
     return {"variant": first.variant, "durability_class": first.durability_class, "consumers": first.consumers,
             "jobs_per_s": rates.median(), "min_jobs_per_s": rates.min(), "max_jobs_per_s": rates.max(),
@@ -223,9 +223,18 @@ def latency_table(frame: pd.DataFrame, experiment: str = "latency") -> pd.DataFr
         **latency_names.columns(consumer), "client_bound": producer.client_bound,
         "limit": run_limits(producer),
         # server CPU µs per consumed message, the consumers' idle polls included (see resources)
-        "server_cpu_us_per_job": server_cpu_us_per_job(_column(producer, "server_cpu_pct"), consumed),
+        "server_cpu_us_per_job": server_cpu_us_per_job(server_pct(producer), consumed),
         "lost": producer.lost, "duplicates": producer.duplicates})
     return sort_by_class(table, ["offered_per_s", "variant"])
+
+
+def server_pct(rows: pd.DataFrame) -> pd.Series:
+    """The server's CPU over each run's window, % of one core: the exact counters of its CPU set
+    where they were read, else the sampler's per-second median."""
+    sampled = _column(rows, "server_cpu_pct")
+    if "server_cores_exact" not in rows:
+        return sampled
+    return (pd.to_numeric(rows.server_cores_exact, errors="coerce") * 100).fillna(sampled)
 
 
 def _late_pct(producer: pd.DataFrame) -> pd.Series | None:
@@ -258,7 +267,7 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables = {"throughput": throughput_verdicts(throughput), "steady": throughput_table(frame, "steady"),
               "latency": latency_verdicts(latency_table(frame), reach(throughput))}
     if not (matched := latency_table(frame, "matched")).empty:  # only where the matched rates were run
-        tables["matched"] = latency_verdicts(matched, reach(throughput))
+        tables["matched"] = latency_verdicts(matched, reach(throughput), steady=True)
     tables["resources"] = queue_health.resources_table(frame)
     tables["queue_health"] = queue_health.queue_health_table(frame)
     tables["dead_tuples"] = queue_health.dead_tuple_series(frame)
