@@ -187,14 +187,14 @@ DRIFT_SHOWN = 0.15
 
 
 def drift_text(row: pd.Series) -> str:
-    """"; its rate fell 52 % inside the window (last 5 s over first 5 s; runs −55 to −48 %)"."""
+    """"; its rate fell 52 % inside the window (last third over first; runs −55 to −48 %)"."""
     drift = _number(row.get("ceiling_drift"))
     if drift is None or abs(drift) < DRIFT_SHOWN:
         return ""
     low, high = _number(row.get("ceiling_drift_low")), _number(row.get("ceiling_drift_high"))
     runs = f"; runs {low:+.0%} to {high:+.0%}" if low is not None and high is not None and low != high else ""
     return (f"; its rate {'fell' if drift < 0 else 'rose'} {abs(drift):.0%} inside the window "
-            f"(last 5 s over first 5 s{runs}): an average of a moving rate")
+            f"(last third over first{runs}): an average of a moving rate")
 
 
 def rate_check(row: pd.Series) -> str:

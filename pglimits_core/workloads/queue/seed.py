@@ -26,9 +26,7 @@ from pglimits_core.analysis.seed import range_text as _range_text
 from pglimits_core.analysis.verdict import (
     NOT_COMPARABLE,
     Side,
-    decide,
     limit_from_record,
-    sweep_class,
 )
 from pglimits_core.workloads.queue.durability_tables import (
     CLASSES,
@@ -54,6 +52,7 @@ from pglimits_core.workloads.queue.seed_claims import (  # noqa: F401 (the claim
     SQLITE_STOCK_CEILING,
     SeedClaim,
 )
+from pglimits_core.workloads.queue.seed_terms import judged_by, promises_as_the_source, runs_overlap
 
 
 @dataclass
@@ -136,7 +135,7 @@ def _latency_point(table: pd.DataFrame, variant: str, rate: float, reaches: dict
     flags += [f"not sustained in {short} of {len(rows)} runs: the p99 is a floor"] if short else []
     flags += ["client-bound"] if any(flag_set(value) for value in rows.client_bound) else []
     # a server out of CPU at the rate is at its capacity there: its p99 is that regime's, said so
-    flags += ["the server's CPU set saturated (≥ 85 % busy): at its capacity here"] \
+    flags += ["the server's CPU set saturated (≥ 85 % busy): past what it holds at a latency target"] \
         if runs_limit(rows) == "server" else []
     shortfall = (f"{variant} did not sustain {rate:,.0f}/s here (fell short in {short} of {len(rows)} runs)"
                  if short else "")
@@ -218,12 +217,6 @@ def _latency_pair(table: pd.DataFrame, claim: SeedClaim, durability_class: str |
     return None, None
 
 
-def _promises_as_the_source(claim: SeedClaim, a: Measured, b: Measured) -> bool:
-    """Our pair makes one delivery promise on both sides, or the source's own pairing did not
-    (its delete-mode Postgres, at-most-once, against Redis's reliable queue: its claim, kept)."""
-    return one_promise(a.variant, b.variant) or not one_promise(claim.a_designs[0], claim.b_designs[0])
-
-
 def _candidates(table: pd.DataFrame, claim: SeedClaim, durability_class: str | None) -> list[tuple[str, str]]:
     """The claim's (A, B) variants measured in the class, in the claim's order, pairs with one
     delivery guarantee first (a pair that differs is kept last: shown, never judged)."""
@@ -295,7 +288,7 @@ def judge(claim: SeedClaim, a: Measured | None, b: Measured | None) -> tuple[flo
     """Our A/B ratio and the verdict for a pair measured in one durability class."""
     if a is None or b is None:
         return None, "not measured here"
-    if not _promises_as_the_source(claim, a, b):  # one side may lose a job the other redelivers: no verdict
+    if not promises_as_the_source(claim, a, b):  # one side may lose a job the other redelivers: no verdict
         return None, (f"not compared: different delivery guarantees (A {promise_of(a.variant)}, "
                       f"B {promise_of(b.variant)}); the figures are context only")
     if claim.rate and a.rate != claim.rate and not a.own_terms:
@@ -316,10 +309,14 @@ def judge(claim: SeedClaim, a: Measured | None, b: Measured | None) -> tuple[flo
     if ratio is not None and floor_could_move_it(ratio, low, high, a.lower_bound, b.lower_bound):
         return ratio, (f"inconclusive: ours {' and '.join(floors)} a lower bound, the true ratio may reach the "
                        f"seed's{terms}")
+    if (overlap := runs_overlap(a, b, low, high)):
+        return ratio, overlap + terms
     judged = verdict(ratio, low, high)
     # a sweep's short windows can swing a p99 many times over (a stall in 2 s): they indicate only
     sweep = "indicative only (the sweep's short windows): " if a.sweep or b.sweep else ""
-    return ratio, sweep + judged + (f" (ours {' and '.join(floors)}: a lower bound)" if floors else "") + terms
+    pairing = "" if one_promise(a.variant, b.variant) else (
+        f" — delivery differs, as in the source's own pairing (A {promise_of(a.variant)}, B {promise_of(b.variant)})")
+    return ratio, sweep + judged + (f" (ours {' and '.join(floors)}: a lower bound)" if floors else "") + terms + pairing
 
 
 def comparison_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -350,7 +347,7 @@ def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured 
                   f"B {label(b.durability_class)}); the ratio is context only")
     low, high = claim.seed_ratio_range()
     unit = "jobs/s" if claim.metric.startswith("throughput") else "ms p99"
-    judged_by = _judged_by(durability_class, a, b) if a is None or b is None or _promises_as_the_source(
+    klass = judged_by(durability_class, a, b) if a is None or b is None or promises_as_the_source(
         claim, a, b) else "—"
     return {"source": claim.source, "figure": claim.what,
             "durability class (ours, both sides)": label(durability_class) if durability_class else "—",
@@ -358,16 +355,7 @@ def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured 
             "seed A": _seed_text(claim.seed_a, unit), "seed B": _seed_text(claim.seed_b, unit),
             "seed ratio A/B": _range_text(low, high), "ours A": _ours_text(a, unit), "ours B": _ours_text(b, unit),
             "our ratio A/B": _ratio_text(ratio, a, b, claim.metric), "verdict": judged,
-            "verdict class": judged_by}
-
-
-def _judged_by(durability_class: str | None, a: Measured | None, b: Measured | None) -> str:
-    """The rule's class for a like-for-like pair of one durability class ("—" otherwise); a pair
-    read from the sweep's short windows is only indicative (``sweep_class``)."""
-    if not (durability_class and a and b and a.side and b.side) or not one_promise(a.variant, b.variant):
-        return "—"
-    klass = decide(a.side, b.side).klass
-    return sweep_class(klass) if a.sweep or b.sweep else klass
+            "verdict class": klass}
 
 
 def _ratio_text(ratio: float | None, a: Measured | None, b: Measured | None, metric: str) -> float | str | None:
