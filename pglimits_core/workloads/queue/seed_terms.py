@@ -35,9 +35,9 @@ def runs_overlap(a: Any, b: Any, low: float, high: float) -> str:
 
 
 def judged_by(durability_class: str | None, a: Any, b: Any) -> str:
-    """The rule's class for a like-for-like pair of one durability class ("—" otherwise); a pair
-    read from the sweep's short windows is only indicative (``sweep_class``)."""
-    if not (durability_class and a and b and a.side and b.side) or not one_promise(a.variant, b.variant):
+    """The rule's class for a pair of one durability class on the source's terms ("—" otherwise); a
+    pair read from the sweep's short windows is only indicative (``sweep_class``)."""
+    if not (durability_class and a and b and a.side and b.side):  # the caller kept only the source's terms
         return "—"
     klass = decide(a.side, b.side).klass
     return sweep_class(klass) if a.sweep or b.sweep else klass
