@@ -78,13 +78,22 @@ def test_the_table_gives_the_ceiling_its_limit_and_a_confirmed_rate(measured):
     assert set(table.variant) == {"pg_delete batch=1", "redis_reliable batch=1"}
     assert set(table.side) == {"postgres", "dedicated"}
     for row in table.itertuples():
-        assert row.ceiling_per_s > 0 and row.ceiling_limit in ("server", "load", "neither"), row
+        # a busy neighbour on a shared CI box can saturate a set with its own work: then, and only
+        # then, the ceiling's side cannot be told (None), and its records say why
+        assert row.ceiling_per_s > 0 and (row.ceiling_limit in ("server", "load", "neither")
+                                          or _a_neighbour_saturated(records, row.variant)), row
         # 150 jobs/s with 100 ms of room holds on any box this suite runs on
         assert row.capacity_per_s >= 150 and row.confirmations == "2 of 2 held", row
         assert row.p99_ms <= 100 and row.server_cpu_us_per_item > 0, row
         assert all(offered > 0 for offered, _, _ in row.curve)
     pg = table[table.variant == "pg_delete batch=1"].iloc[0]
     assert pg.ceiling_by == "pgbench" and pg.check_per_s > 0 and pg.agrees in (True, False)
+
+
+def _a_neighbour_saturated(records: list[dict], variant: str) -> bool:
+    reasons = [str((r["manifest"].get("limit") or {}).get("reason")) for r in records
+               if r["manifest"]["params"].get("variant") == variant and r["manifest"]["params"]["stage"] == "ceiling"]
+    return any("saturated by other processes" in reason for reason in reasons)
 
 
 def test_the_placement_check_measures_the_same_ceiling_under_each_placement(study_run):
