@@ -3,6 +3,8 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 PROFILE ?= quick
 PYTEST_ARGS ?=
+ONLY ?=
+only_args = $(foreach w,$(ONLY),--only $(w))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup study results figures datasets test unit lint lab servers-down clean
@@ -13,11 +15,11 @@ help: ## list the targets
 setup: ## install everything missing (apt, pip, server binaries); idempotent
 	@bash scripts/setup.sh
 
-study: setup ## run the study end to end for PROFILE (default quick): servers, workloads, figures, report
-	$(PY) run_all.py --profile $(PROFILE)
+study: setup ## run the study end to end for PROFILE (default quick); ONLY="pubsub" runs one section (add RESUME=1 to go on)
+	$(PY) run_all.py --profile $(PROFILE) $(only_args) $(if $(RESUME),--resume)
 
-results: setup ## after `make study PROFILE=full`: copy its run summaries into data/results/<host-id>/full/ and regenerate docs/RESULTS.md, the decision matrix and the README answer
-	$(PY) -m pglimits_core.record.export --profile full
+results: setup ## after `make study PROFILE=full`: copy its run summaries into data/results/<host-id>/full/ (ONLY="pubsub": that section's alone) and regenerate docs/RESULTS.md, the decision matrix, the README answer and the report
+	$(PY) -m pglimits_core.record.export --profile full $(only_args)
 	$(PY) -m pglimits_core.analysis.readme_results --profile full
 
 figures: setup ## regenerate every committed figure and table from the committed runs (data/results/<host>/full/runs); README and docs untouched

@@ -174,9 +174,10 @@ def time_block(profile: str, host: str | None = None) -> str:
 
 
 def update_all(profile: str, host: str | None = None) -> None:
-    """docs/RESULTS.md's block, the full decision matrix, and README.md's answer."""
+    """docs/RESULTS.md's block, the full decision matrix, README.md's answer and the committed report."""
     from pglimits_core.analysis import answer, extensions
     from pglimits_core.analysis.decision import committed_cells, matrix_table, write_matrix
+    from pglimits_core.analysis.report import write_committed_reports
     from pglimits_core.analysis.scoreboard import write_scoreboard
     from pglimits_core.analysis.seed_scoreboard import write_committed as write_seed_scoreboard
     from pglimits_core.config import figures_dir, results_dir
@@ -190,6 +191,7 @@ def update_all(profile: str, host: str | None = None) -> None:
     write_seed_scoreboard(profile, figures_dir(), host)
     update_readme(answer.answer_block(profile), PROJECT_ROOT / "README.md", answer.START, answer.END)
     update_readme(time_block(profile, host), USAGE_DOC, TIME_START, TIME_END)
+    write_committed_reports(profile, host)
 
 
 if __name__ == "__main__":

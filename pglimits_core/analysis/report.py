@@ -217,13 +217,16 @@ DECISION_INTRO = ("Each cell faces the best Postgres design with the dedicated s
 
 
 def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
-                   tables_dir: str = "") -> list[Section]:
+                   tables_dir: str = "", committed: bool = False) -> list[Section]:
     """Every section of the report, computed from the profile's run records: per workload of
-    the registry its tables and figures (``analysis.outputs``, written once, embedded as written)."""
+    the registry its tables and figures (``analysis.outputs``, written once, embedded as written).
+    ``committed``: records exported after their sitting finished, whatever this machine's own
+    study status says."""
     from pglimits_core.analysis.outputs import build_outputs
     from pglimits_core.registry import workloads
 
-    require_complete(profile)  # an interrupted or failed study is not presented as a result
+    if not committed:
+        require_complete(profile)  # an interrupted or failed study is not presented as a result
     paths = StudyPaths.for_profile(profile, runs_root, figures_dir, tables_dir)
     records = load_records(None, paths.runs)
     results, reference, comparisons, notes, cells, extended = [], [], [], [], [], []
@@ -296,14 +299,32 @@ def _write_table(table: pd.DataFrame, name: str, directory: Path) -> None:
     (directory / f"{name}.md").write_text(table.to_markdown(index=False) if not table.empty else "(no data)\n")
 
 
-def write_report(sections: list[Section], profile: str, report_path: str = "") -> Path:
+def write_report(sections: list[Section], profile: str, report_path: str = "", generated: str = "") -> Path:
     """The self-contained HTML report (default ``data/results/<host-id>/<profile>/report.html``);
-    returns its path."""
+    returns its path. ``generated``: what the page says it was made from (default: now)."""
     path = StudyPaths.for_profile(profile, report_path=report_path).report
+    generated = generated or f"generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     intro = (f"Profile <b>{profile}</b>. Every number below is computed from run records "
-             f"(<code>manifest.json</code>, <code>summary.json</code>); generated "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")
+             f"(<code>manifest.json</code>, <code>summary.json</code>); {generated}.")
     return html_report.write(path, "PGLimits — study report", intro, sections)
+
+
+def write_committed_reports(profile: str, host: str | None = None) -> list[Path]:
+    """The committed reports rebuilt from the committed records (``make results``): one per
+    machine with records (``host``: that one's), as records of two machines never share a table."""
+    from pglimits_core.record.export import committed_hosts
+
+    return [write_committed_report(profile, name) for name in ([host] if host else committed_hosts(profile))]
+
+
+def write_committed_report(profile: str, host: str) -> Path:
+    """One machine's committed report, dated by its newest record rather than the clock: the same
+    records give the same page."""
+    paths = StudyPaths.committed(profile, host)
+    sections = build_sections(profile, str(paths.runs), str(paths.figures), str(paths.tables), committed=True)
+    newest = max((p.name.split("-")[0] for p in paths.runs.iterdir() if p.is_dir()), default="")
+    when = f"{newest[:4]}-{newest[4:6]}-{newest[6:8]} {newest[9:11]}:{newest[11:13]} UTC" if newest else "no record"
+    return write_report(sections, profile, str(paths.report), generated=f"its newest record is from {when}")
 
 
 def section_table(sections: list[Section], title: str) -> pd.DataFrame:

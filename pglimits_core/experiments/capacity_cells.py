@@ -9,9 +9,10 @@ A capacity at a target is a bracket, not a point: its steady windows held at ``c
 and a steady window missed the target at ``capacity_miss_per_s``, so the true capacity lies
 between the two; that bracket is the side's range. Where no steady window missed above it (a
 short probe's miss decides nothing), the design's server-limited ceiling bounds it instead. A
-capacity with neither above it, whose miss came with the load's CPU set saturated (the load, not
-the server, may have missed it), or whose confirmations saturated the load's set, is a floor:
-"≥ x" (``capacity_bracket``). A ceiling is the median of its repetitions, its
+capacity with neither above it, or whose miss came with the load's CPU set saturated (the load,
+not the server, may have missed it), is a floor: "≥ x" (``capacity_bracket``). Windows that held
+with the load's set saturated still held (a late load only adds to the p99 from the intended
+start): bounded above by a server's miss or ceiling, they are a bracket like any other. A ceiling is the median of its repetitions, its
 range their lowest and highest, its limit the side that set it (a server-limited ceiling, or a
 load-limited floor). The cells are steady: their deciding windows are the experiment's ``steady_s``.
 
@@ -41,13 +42,13 @@ def capacity_bracket(row: pd.Series) -> tuple[float, float | None, str] | None:
     """The capacity's bracket from the table row: (held, top, what bounds the top) — the top is
     the lowest rate whose steady window missed (``"steady"``), else the design's own
     server-limited ceiling (``"ceiling"``: no offered rate above what the server does flat out
-    can hold); a floor (top None, ``"floor"``) where neither bounds it, where the load set
-    saturated in the held windows, or where the load caused the miss. None: nothing held."""
+    can hold); a floor (top None, ``"floor"``) where neither bounds it or where the load caused
+    the miss. None: nothing held."""
     rate = _number(row.get("capacity_per_s"))
     if rate is None:
         return None
     miss, ceiling = _number(row.get("capacity_miss_per_s")), _number(row.get("ceiling_high"))
-    if row.get("capacity_limit") == LOAD or (miss is not None and row.get("capacity_miss_limit") == LOAD):
+    if miss is not None and _miss_limit(row) == LOAD:
         return rate, None, "floor"
     if miss is not None:
         return rate, miss, "steady"
@@ -56,14 +57,25 @@ def capacity_bracket(row: pd.Series) -> tuple[float, float | None, str] | None:
     return rate, None, "floor"
 
 
+def _miss_limit(row: pd.Series) -> str | None:
+    """The side that set the steady miss's limit; where a record does not say, the held windows'
+    (a load saturated there leaves the miss unexplained: read as the load's)."""
+    limit = row.get("capacity_miss_limit")
+    if isinstance(limit, str):
+        return limit
+    held = row.get("capacity_limit")
+    return held if isinstance(held, str) else None
+
+
 def capacity_side(row: pd.Series) -> Side | None:
     """A design's capacity at the row's target as a ``Side`` (None: nothing held the target)."""
     bracket = capacity_bracket(row)
     if bracket is None:
         return _held_nowhere(row)
     rate, top, bound = bracket
-    limit = row.get("capacity_limit")
-    return Side(row["variant"], rate, LOAD if bound == "floor" else (None if pd.isna(limit) else limit),
+    # who set the limit is who bounds it: the steady miss's side, or the server at its ceiling
+    limit = {"floor": LOAD, "ceiling": SERVER}.get(bound, _miss_limit(row))
+    return Side(row["variant"], rate, limit,
                 (rate, rate if top is None else top), server_cpu_us_per_op=_number(row.get("server_cpu_us_per_item")),
                 range_of="bracket")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from pglimits_core.config import current_host_id, profile_results_dir, results_dir, runs_dir
@@ -54,23 +55,45 @@ def committed_runs_root(profile: str, host: str | None = None) -> Path:
     return profile_results_dir(profile, host) / "runs"
 
 
-def export_runs(profile: str, source: Path | None = None) -> Path:
+def export_runs(profile: str, source: Path | None = None, only: Sequence[str] = ()) -> Path:
     """Replace ``data/results/<host-id>/<profile>/runs`` (this machine) with the profile's
-    finished runs; returns it."""
+    finished runs; returns it. With ``only``, just those studies' records and outcomes are
+    replaced and every other study's committed block stays: a section of ``full`` is sat and
+    committed on its own (``run_all.py --only``)."""
     source = source or runs_dir() / profile
-    runs = finished_runs(source)
+    runs = [run for run in finished_runs(source) if not only or study_of(run.name) in only]
     if not runs:  # never replace committed results with nothing (e.g. `make results` on a fresh clone)
-        raise PGLimitsError(f"no finished {profile} runs in {source} to export",
+        what = f"{profile} runs of {', '.join(only)}" if only else f"{profile} runs"
+        raise PGLimitsError(f"no finished {what} in {source} to export",
                             f"run `make study PROFILE={profile}` first; the committed results are kept as they are")
     target = committed_runs_root(profile)
-    shutil.rmtree(target, ignore_errors=True)
+    _remove_committed(target, only)
     for run in runs:
         (target / run.name).mkdir(parents=True)
         for path in exported_files(run):
             shutil.copy2(path, target / run.name / path.name)
     for outcome in source.glob("*.outcome.json"):  # what each study could not measure, and its timings
-        shutil.copy2(outcome, target / outcome.name)
+        if not only or outcome.name.split(".")[0] in only:
+            shutil.copy2(outcome, target / outcome.name)
     return target
+
+
+def study_of(run_name: str) -> str:
+    """The study a run directory belongs to: ids are ``<UTC stamp>-<study>-<system>-...``."""
+    return run_name.split("-")[1]
+
+
+def _remove_committed(target: Path, only: Sequence[str]) -> None:
+    """Move the committed records aside before an export: all of them, or ``only`` those studies'."""
+    if not only:
+        shutil.rmtree(target, ignore_errors=True)
+        return
+    for path in target.glob("*") if target.exists() else []:
+        study = path.name.split(".")[0] if path.name.endswith(".outcome.json") else study_of(path.name)
+        if study in only and path.is_dir():
+            shutil.rmtree(path)
+        elif study in only:
+            path.unlink()
 
 
 def exported_files(run: Path) -> list[Path]:
@@ -83,15 +106,19 @@ def exported_files(run: Path) -> list[Path]:
 NOTEBOOK_LIMIT_BYTES = 5 * 2**20
 
 
-def export_notebooks(profile: str) -> list[str]:
+def export_notebooks(profile: str, source: Path | None = None, only: Sequence[str] = ()) -> list[str]:
     """Copy the profile's executed notebooks (with their outputs: tables and figures a reader
-    browsing the repository sees) next to its runs; one too large to commit is named, not copied."""
+    browsing the repository sees) next to its runs; one too large to commit is named, not copied.
+    With ``only``, just those studies' notebooks (``NN-<study>.ipynb``) are replaced."""
     from pglimits_core.studies.status import executed_dir
 
     target = profile_results_dir(profile) / "notebooks"
-    shutil.rmtree(target, ignore_errors=True)
+    if not only:
+        shutil.rmtree(target, ignore_errors=True)
     copied = []
-    for notebook in sorted(executed_dir(profile).glob("*.ipynb")):
+    for notebook in sorted((source or executed_dir(profile)).glob("*.ipynb")):
+        if only and notebook.stem.split("-", 1)[-1] not in only:
+            continue
         if notebook.stat().st_size > NOTEBOOK_LIMIT_BYTES:
             print(f"export: {notebook.name} is {notebook.stat().st_size / 2**20:.1f} MiB, over the "
                   f"{NOTEBOOK_LIMIT_BYTES / 2**20:.0f} MiB a committed file may be: not exported")
@@ -105,9 +132,15 @@ def export_notebooks(profile: str) -> list[str]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="full")
+    parser.add_argument("--only", action="append", default=[], metavar="STUDY",
+                        help="replace only this study's committed records and notebook (repeatable)")
+    parser.add_argument("--runs", type=Path, default=None, help="run records to export (default data/runs/<profile>)")
+    parser.add_argument("--executed", type=Path, default=None,
+                        help="executed notebooks to export (default data/executed/<profile>)")
+    args = parser.parse_args()
     try:
-        profile = parser.parse_args().profile
-        print(export_runs(profile))
-        print(f"executed notebooks exported: {', '.join(export_notebooks(profile)) or 'none'}")
+        print(export_runs(args.profile, args.runs, args.only))
+        copied = export_notebooks(args.profile, args.executed, args.only)
+        print(f"executed notebooks exported: {', '.join(copied) or 'none'}")
     except PGLimitsError as exc:
         raise SystemExit(f"export: error: {exc}") from None

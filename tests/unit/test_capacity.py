@@ -187,6 +187,20 @@ def capacity_row(variant, rate, miss, limit="neither", side="postgres", klass="p
             "ceiling_high": ceiling * 1.1, "ceiling_limit": "server"}
 
 
+def test_windows_that_held_with_the_load_saturated_held_and_a_server_bound_above_makes_a_bracket():
+    # pub/sub at 10 subscribers: psload's core saturated at 12,000/s, which held; the server missed 14,400
+    held = {**capacity_row("pg_notify batch=1", 12_000.0, 14_400.0, limit=LOAD, ceiling=13_800.0),
+            "capacity_miss_limit": "server"}
+    side = capacity_side(pd.Series(held))
+    assert side.value_range == (12_000.0, 14_400.0) and side.limit == "server" and not side.floor
+    # no steady miss above: the server-limited ceiling bounds it
+    side = capacity_side(pd.Series({**held, "capacity_miss_per_s": None, "capacity_miss_limit": None}))
+    assert side.value_range == (12_000.0, 13_800.0 * 1.1) and side.limit == "server"
+    # a record that does not say who set the miss: the held windows' saturated load leaves it a floor
+    side = capacity_side(pd.Series({**held, "capacity_miss_limit": None}))
+    assert side.floor and side.limit == LOAD
+
+
 def test_a_capacity_is_a_bracket_and_without_a_miss_above_it_a_floor():
     bracket = capacity_side(pd.Series(capacity_row("pg_delete batch=1", 750.0, 1000.0)))
     assert bracket.value_range == (750.0, 1000.0) and bracket.limit == "neither"

@@ -69,7 +69,7 @@ class Measured:
     side: Side | None = None  # the side as the who-set-the-limit rule judges it
     unreachable: str = ""  # the design cannot reach the rate on this box at all: why
     own_terms: str = ""  # measured at the seed's share of this box's capacity, not its absolute rate: how
-    sweep: bool = False  # a latency side from the sweep's short windows: indicative, never decided
+    sweep: bool = False  # a side from a sweep's short windows: indicative, never decided
 
 
 def _of_class(table: pd.DataFrame, design_name: str, durability_class: str | None) -> pd.DataFrame:
@@ -83,7 +83,8 @@ def _of_class(table: pd.DataFrame, design_name: str, durability_class: str | Non
 
 def _throughput_point(table: pd.DataFrame, designs: tuple[str, ...], consumers: int | None,
                       durability_class: str | None) -> Measured | None:
-    """Peak median jobs/s of the first measured design (or at ``consumers``), flags attached."""
+    """Peak median jobs/s of the first measured design (or at ``consumers``), flags attached: the
+    burn-down sweep's short windows, so it indicates and never decides (``sweep``)."""
     for name in designs:
         rows = _of_class(table, name, durability_class)
         rows = rows[rows.jobs_per_s.notna()] if not rows.empty else rows
@@ -96,7 +97,8 @@ def _throughput_point(table: pd.DataFrame, designs: tuple[str, ...], consumers: 
         notes = [f"consumers={int(best.consumers)}"] + (["client-bound"] if flag_set(best.client_bound) else [])
         notes += [f"lower bound: {best.lower_bound_why}"] if lower else []
         return Measured(best.variant, float(best.jobs_per_s), "; ".join(notes),
-                        durability_class=best.durability_class, lower_bound=lower, side=_throughput_side(best))
+                        durability_class=best.durability_class, lower_bound=lower, side=_throughput_side(best),
+                        sweep=True)
     return None
 
 
@@ -309,11 +311,11 @@ def judge(claim: SeedClaim, a: Measured | None, b: Measured | None) -> tuple[flo
     if ratio is not None and floor_could_move_it(ratio, low, high, a.lower_bound, b.lower_bound):
         return ratio, (f"inconclusive: ours {' and '.join(floors)} a lower bound, the true ratio may reach the "
                        f"seed's{terms}")
-    if (overlap := runs_overlap(a, b, low, high)):
-        return ratio, overlap + terms
-    judged = verdict(ratio, low, high)
     # a sweep's short windows can swing a p99 many times over (a stall in 2 s): they indicate only
     sweep = "indicative only (the sweep's short windows): " if a.sweep or b.sweep else ""
+    if (overlap := runs_overlap(a, b, low, high)):
+        return ratio, sweep + overlap + terms
+    judged = verdict(ratio, low, high)
     pairing = "" if one_promise(a.variant, b.variant) else (
         f" — delivery differs, as in the source's own pairing (A {promise_of(a.variant)}, B {promise_of(b.variant)})")
     return ratio, sweep + judged + (f" (ours {' and '.join(floors)}: a lower bound)" if floors else "") + terms + pairing
@@ -331,7 +333,10 @@ def comparison_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     for claim in CLAIMS:
         pairs = [(name, *measured_pair(claim, tables, name)) for name in CLASSES]
         matched = [(name, a, b) for name, a, b in pairs if a and b]
-        for name, a, b in matched or [(None, *measured_pair(claim, tables))]:
+        # a class whose only pair breaks the source's delivery promise is context (the matched
+        # table shows it), not a row of its own, where another class holds a pair that keeps it
+        kept = [(name, a, b) for name, a, b in matched if promises_as_the_source(claim, a, b)]
+        for name, a, b in kept or matched or [(None, *measured_pair(claim, tables))]:
             rows.append(_comparison_row(claim, name, a, b))
     return pd.DataFrame(rows + backup_seed_rows(tables))
 
@@ -339,7 +344,12 @@ def comparison_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured | None,
                     b: Measured | None) -> dict:
     ratio, judged = judge(claim, a, b)
-    if durability_class is None and a and b:
+    as_the_source = bool(durability_class is None and a and b and claim.seed_classes == (
+        a.durability_class, b.durability_class) and promises_as_the_source(claim, a, b))
+    if as_the_source:  # the source paired these classes itself: judged on its terms, and said so
+        judged += (f" — durability differs, as in the source's own pairing (A {label(a.durability_class)}, "
+                   f"B {label(b.durability_class)})")
+    elif durability_class is None and a and b:
         # different promises: the ratio is shown as context (it is what the seed's pairing gives
         # here), never judged
         ratio = a.value / b.value if b.value else None
@@ -347,10 +357,11 @@ def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured 
                   f"B {label(b.durability_class)}); the ratio is context only")
     low, high = claim.seed_ratio_range()
     unit = "jobs/s" if claim.metric.startswith("throughput") else "ms p99"
-    klass = judged_by(durability_class, a, b) if a is None or b is None or promises_as_the_source(
-        claim, a, b) else "—"
+    klass = judged_by(durability_class or (as_the_source and "source"), a, b) if (
+        a is None or b is None or promises_as_the_source(claim, a, b)) else "—"
     return {"source": claim.source, "figure": claim.what,
-            "durability class (ours, both sides)": label(durability_class) if durability_class else "—",
+            "durability class (ours, both sides)": label(durability_class) if durability_class else (
+                "as the source paired them" if as_the_source else "—"),
             "A / B": f"{claim.a_label} / {claim.b_label}", "seed durability": claim.seed_durability,
             "seed A": _seed_text(claim.seed_a, unit), "seed B": _seed_text(claim.seed_b, unit),
             "seed ratio A/B": _range_text(low, high), "ours A": _ours_text(a, unit), "ours B": _ours_text(b, unit),
