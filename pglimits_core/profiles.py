@@ -61,6 +61,10 @@ class CapacitySpec(ForVariants):
     check_repetitions: int = Field(1, ge=0)
     #: after a compiled load's confirmations, one harness window at the lowest confirmed rate
     rate_check: bool = True
+    #: start the search at this share of the ceiling the design has just measured (where its
+    #: design reads a ceiling's rate), not at ``start_rate``: doubling from a fixed start spends
+    #: the probes far below a fast server's knee and leaves the bracket wide
+    start_share: float | None = Field(None, gt=0, le=1)
 
     def plan(self) -> Any:
         from pglimits_core.experiments.capacity import CapacityPlan
@@ -68,7 +72,8 @@ class CapacitySpec(ForVariants):
         return CapacityPlan(tuple(self.targets_ms), tuple(self.ceiling_clients), self.ceiling_s, self.warmup_s,
                             self.repetitions, self.probe_s, self.start_rate, self.max_probes, self.steady_s,
                             self.confirmations, self.step_down, self.max_steps_down,
-                            check_repetitions=self.check_repetitions, rate_check=self.rate_check)
+                            check_repetitions=self.check_repetitions, rate_check=self.rate_check,
+                            start_share=self.start_share)
 
 
 class Datasets(Strict):

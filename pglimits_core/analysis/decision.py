@@ -185,6 +185,10 @@ def margin(cell: Cell) -> str:
         return f"{ahead} ≥ ×{ratio:.2f} (floor's worst run over the other's best)"
     if any(side is not None and side.below for side in (cell.postgres, cell.dedicated)):
         return f"{ahead} > ×{ratio:.2f} (over the rate the other missed at: its capacity is below it)"
+    if verdict.winner is None and verdict.spread is not None:  # undecided: the worst case says why
+        worst = verdict.spread[0] if verdict.ratio >= 1 else 1 / verdict.spread[1]  # Postgres/dedicated
+        nearest = f"×{worst:.2f} at the ranges' nearest ends" if worst >= 1 else "the ranges overlap"
+        return f"{ahead} ×{ratio:.2f} (figure); {nearest}: undecided"
     return f"{ahead} ×{ratio:.2f} (figure)"
 
 

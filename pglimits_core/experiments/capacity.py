@@ -35,6 +35,7 @@ the record says it.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -69,6 +70,7 @@ class CapacityPlan:
     tolerance: float = 0.1
     check_repetitions: int = 1
     rate_check: bool = True
+    start_share: float | None = None  # start at this share of the measured ceiling (``CapacityRun.start``)
 
 
 class Design(Protocol):
@@ -156,6 +158,7 @@ class CapacityRun:
         # per target: every probed rate and whether it held, and the rates a steady window missed
         self.probed: dict[float, dict[float, bool]] = {}
         self.steady_missed: dict[float, set[float]] = {}
+        self.ceiling_rates: list[float] = []  # what each complete ceiling window achieved, where the design reads it
 
     def ceilings(self) -> None:
         plan = self.plan
@@ -163,7 +166,24 @@ class CapacityRun:
             for clients in plan.ceiling_clients:
                 params = {"stage": CEILING, "clients": clients, "repetition": repetition, "target_p99_ms": None,
                           "window_s": plan.ceiling_s}
-                self.records.append(self.design.ceiling_run(self.run, clients, plan.warmup_s, plan.ceiling_s, params))
+                recorded = self.design.ceiling_run(self.run, clients, plan.warmup_s, plan.ceiling_s, params)
+                self.records.append(recorded)
+                self.note_ceiling(recorded)
+
+    def note_ceiling(self, recorded: RecordedRun) -> None:
+        """A ceiling window's rate, by the design's own ``items_per_s`` (an optional verb)."""
+        per_s = getattr(self.design, "items_per_s", None)
+        if per_s is not None and recorded.status == "complete" and recorded.summary is not None:
+            rate = per_s(recorded.summary)
+            if rate and rate > 0:
+                self.ceiling_rates.append(rate)
+
+    def start(self) -> float:
+        """Where the search starts: ``start_share`` of the median ceiling just measured, else the
+        plan's ``start_rate``."""
+        if not self.plan.start_share or not self.ceiling_rates:
+            return self.plan.start_rate
+        return round(self.plan.start_share * statistics.median(self.ceiling_rates), 1)
 
     def checks(self) -> None:
         """The harness on the tool's ceiling, after it (a design without a tool has none)."""
@@ -200,7 +220,7 @@ class CapacityRun:
             probed[rate] = slo.failure(point) is None
             return point
 
-        found = search_rate(probe, slo, start_rate=plan.start_rate, factor=plan.factor, tolerance=plan.tolerance,
+        found = search_rate(probe, slo, start_rate=self.start(), factor=plan.factor, tolerance=plan.tolerance,
                             max_probes=plan.max_probes, repeats=1)
         if found.sustainable_rate is not None:
             return found.sustainable_rate

@@ -65,6 +65,37 @@ def test_the_ceiling_comes_first_then_short_probes_then_steady_confirmations():
     assert 900 <= confirmed <= 1000 and all(c["offered_per_s"] == confirmed for c in confirms[:3])
 
 
+class CeilingReadingDesign(KneeDesign):
+    """A knee design whose ceiling windows it can read: ``ceiling`` items/s each."""
+
+    def __init__(self, knee: float, ceiling: float):
+        super().__init__(knee)
+        self.ceiling = ceiling
+
+    def items_per_s(self, summary):
+        return self.ceiling
+
+
+def test_with_a_start_share_the_search_starts_at_that_share_of_the_ceiling_and_narrows_the_knee():
+    from dataclasses import replace
+
+    plan = replace(PLAN, start_share=0.5, max_probes=6)
+    design = CeilingReadingDesign(knee=30_000, ceiling=36_000)
+    measure_capacity(None, design, plan)
+    probes = [c["offered_per_s"] for c in design.calls if c["stage"] == PROBE]
+    assert probes[0] == 18_000  # half the ceiling, not the plan's 250
+    confirmed = next(c["offered_per_s"] for c in design.calls if c["stage"] == CONFIRM)
+    assert 27_000 <= confirmed <= 30_000  # within the search's 10 % of the knee on 6 probes
+    # from 250 the same 6 probes only double to 8,000: nowhere near the knee
+    fixed = CeilingReadingDesign(knee=30_000, ceiling=36_000)
+    measure_capacity(None, fixed, replace(PLAN, max_probes=6))
+    assert max(c["offered_per_s"] for c in fixed.calls if c["stage"] == PROBE) < 27_000
+    # a design that cannot read its ceiling keeps the plan's start
+    plain = KneeDesign(knee=1000)
+    measure_capacity(None, plain, plan)
+    assert next(c["offered_per_s"] for c in plain.calls if c["stage"] == PROBE) == PLAN.start_rate
+
+
 def test_a_confirmation_that_fails_steps_the_rate_down_and_confirms_again():
     design = KneeDesign(knee=1000, flaky=1)
     measure_capacity(None, design, PLAN)
@@ -193,9 +224,11 @@ def test_windows_that_held_with_the_load_saturated_held_and_a_server_bound_above
             "capacity_miss_limit": "server"}
     side = capacity_side(pd.Series(held))
     assert side.value_range == (12_000.0, 14_400.0) and side.limit == "server" and not side.floor
-    # no steady miss above: the server-limited ceiling bounds it
+    # no steady miss above, or one above the server's own ceiling: the server-limited ceiling bounds it
     side = capacity_side(pd.Series({**held, "capacity_miss_per_s": None, "capacity_miss_limit": None}))
     assert side.value_range == (12_000.0, 13_800.0 * 1.1) and side.limit == "server"
+    side = capacity_side(pd.Series({**held, "capacity_miss_per_s": 16_000.0}))
+    assert side.value_range == (12_000.0, 13_800.0 * 1.1)
     # a record that does not say who set the miss: the held windows' saturated load leaves it a floor
     side = capacity_side(pd.Series({**held, "capacity_miss_limit": None}))
     assert side.floor and side.limit == LOAD
@@ -374,8 +407,9 @@ def test_steady_windows_its_load_failed_are_named_a_floor_of_the_load():
 
 
 def test_a_capacity_cells_words_name_brackets_not_runs():
-    table = pd.DataFrame([capacity_row("pg_skiplocked batch=1", 937.5, 1000.0),
-                          capacity_row("redis_reliable appendfsync=always batch=1", 1062.5, 1250.0, side="dedicated")])
+    table = pd.DataFrame([capacity_row("pg_skiplocked batch=1", 937.5, 1000.0, ceiling=2000.0),
+                          capacity_row("redis_reliable appendfsync=always batch=1", 1062.5, 1250.0, side="dedicated",
+                                       ceiling=2000.0)])
     target = next(c for c in capacity_cells(table) if "10 ms" in c.target)
     assert target.verdict.why == ("redis_reliable appendfsync=always batch=1 ahead across both brackets (confirmed "
                                   "rate to the next that missed), but inside the tie band (brackets 938–1,000 vs "

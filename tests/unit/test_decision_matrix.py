@@ -76,7 +76,7 @@ def test_ahead_in_every_run_inside_the_band_is_not_decided_and_says_so():
     assert decided.verdict.klass == INSIDE_BAND
     assert rule_words(decided) == ("not decided here: redis ahead in every run, but inside the tie band "
                               "(runs 990–1,010 vs 1,089–1,111)")
-    assert NO_DIFFERENCE not in rule_words(decided) and margin(decided) == "dedicated ×1.10 (figure)"
+    assert NO_DIFFERENCE not in rule_words(decided) and margin(decided) == "dedicated ×1.10 (figure); ×1.08 at the ranges' nearest ends: undecided"
 
 
 def test_a_floor_above_a_ceiling_wins_and_its_figure_reads_at_least():
@@ -220,7 +220,7 @@ def test_vectors_use_the_sweeps_client_bound_verdict_and_decide_on_qps():
     # x1.13 (inside the tie band): neither a win nor "no difference"
     assert rule_words(decided) == ("not decided here: qdrant hnsw ahead in every run, but inside the tie band "
                               "(runs 615–830 vs 940–950)")
-    assert margin(decided) == "dedicated ×1.24 (figure)"
+    assert margin(decided) == "dedicated ×1.24 (figure); ×1.13 at the ranges' nearest ends: undecided"
     overlapping = matched.assign(qps_min=[615, 600], qps_max=[830, 950])  # Qdrant's slowest run below pgvector's fastest
     (tied,) = decisions({"matched": overlapping, "sweep": sweep})
     assert rule_words(tied) == POSTGRES_MEETS

@@ -14,8 +14,7 @@ SQLITE_VS_PGMQ_AT_1K = next(c for c in CLAIMS if c.what == "queue p99 end-to-end
 SQLITE_VS_PGMQ_AT_5K = next(c for c in CLAIMS if c.what == "queue p99 end-to-end at 5k msg/s")
 SQLITE_FULL, SQLITE_NORMAL = "sqlite_wal batch=1 synchronous=full", "sqlite_wal batch=1"
 CLASSES = {SQLITE_FULL: "per_commit", SQLITE_NORMAL: "periodic", "pgmq batch=1": "per_commit",
-           "pgmq batch=1 synchronous_commit=off": "periodic", "pg_delete batch=1": "per_commit",
-           "pg_delete batch=1 synchronous_commit=off": "periodic", "pg_delete batch=10": "per_commit",
+           "pgmq batch=1 synchronous_commit=off": "periodic", "pg_delete batch=1": "per_commit", "pg_delete batch=10": "per_commit",
            "pg_skiplocked batch=1": "per_commit", "pg_skiplocked batch=10": "per_commit", "redis_reliable batch=1": "none",
            "redis_reliable batch=10 pipeline=10": "none",
            "redis_reliable appendfsync=always batch=10 pipeline=10": "per_commit"}
@@ -112,35 +111,6 @@ def test_a_lower_bound_travels_into_the_verdict():
     assert row["ours A"].startswith("≥ 4,000 jobs/s") and "lower bound: backlog ran out" in row["ours A"]
     # the burn-down sweep's short windows: indicative, never decided
     assert row["verdict"] == "indicative only (the sweep's short windows): agree (ours A: a lower bound)"
-
-
-def test_with_no_class_on_both_sides_the_sources_own_cross_class_pairing_is_judged_and_says_so():
-    # the source set SQLite NORMAL (periodic) against pgmq with a commit fsync: ours in exactly those classes
-    table = pd.DataFrame([throughput_rows(SQLITE_NORMAL, 1, 8000.0), throughput_rows("pgmq batch=1", 1, 1300.0)])
-    row = comparison_table({"throughput": table}).set_index("figure").loc["queue throughput at 1 consumer"]
-    assert row["durability class (ours, both sides)"] == "as the source paired them"
-    assert row["verdict"].startswith("indicative only (the sweep's short windows): same direction")
-    assert row["verdict"].endswith(f"as in the source's own pairing (A {label('periodic')}, B {PER_COMMIT})")
-    # the other way round is not the source's pairing: shown, not judged
-    table = pd.DataFrame([throughput_rows(SQLITE_FULL, 1, 8000.0),
-                          throughput_rows("pgmq batch=1 synchronous_commit=off", 1, 1300.0)])
-    row = comparison_table({"throughput": table}).set_index("figure").loc["queue throughput at 1 consumer"]
-    assert row["verdict"].startswith("not compared: no durability class")
-
-
-def test_a_class_whose_only_pair_breaks_the_sources_delivery_promise_is_no_row_where_another_class_keeps_it():
-    # periodic: SQLite (at-least-once) against delete-mode Postgres (at-most-once); per commit: like for like
-    table = pd.DataFrame(latency_rows(SQLITE_NORMAL, 1000.0, [0.5]) + latency_rows(SQLITE_FULL, 1000.0, [1.0])
-                         + latency_rows("pgmq batch=1", 1000.0, [5.0])
-                         + latency_rows("pg_delete batch=1 synchronous_commit=off", 1000.0, [2.5]))
-    rows = comparison_table({"latency": table})
-    at_1k = rows[rows.figure == "queue p99 end-to-end at 1k msg/s"]
-    assert list(at_1k["durability class (ours, both sides)"]) == [PER_COMMIT]
-    # with no like-for-like class, the mismatched pair is still shown, unjudged
-    alone = pd.DataFrame(latency_rows(SQLITE_NORMAL, 1000.0, [0.5])
-                         + latency_rows("pg_delete batch=1 synchronous_commit=off", 1000.0, [2.5]))
-    row = comparison_table({"latency": alone}).set_index("figure").loc["queue p99 end-to-end at 1k msg/s"]
-    assert row["verdict"].startswith("not compared: different delivery guarantees")
 
 
 def test_a_lower_bound_that_could_reach_the_seeds_range_makes_the_verdict_inconclusive():

@@ -134,6 +134,10 @@ class PubsubDesign(VariantDesign):
     def reading(self, summary: Any, offered: float, outcome: dict[str, Any]) -> PointResult:
         return reading(summary, offered, outcome)
 
+    def items_per_s(self, summary: Any) -> float:
+        """A ceiling window's messages/s, as the capacity table reads it (the search may start from it)."""
+        return items_per_s(summary)
+
 
 def pubsub_designs(spec: PubsubCapacity | None, variants: list[PubsubVariant]) -> list[Design]:
     """A design per chosen variant and fan-out, fan-out by fan-out."""

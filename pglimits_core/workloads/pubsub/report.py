@@ -31,11 +31,13 @@ HOW_TO_READ = ("Pub/sub: LISTEN/NOTIFY (`pg_notify` in autocommit: one publish =
                "every subscriber, all on the load's CPU; its ceiling is the publishers flat out (3 × 30 s), its "
                "capacity the highest offered rate whose delivery p99 from each message's *intended* publish held "
                "10 ms with every message delivered, over three 30-s windows. psload's own limits: its publishers "
-               "wake up to ~1 ms late (Go's timers: publisher schedule-lag p99 1.0 ms at 300 messages/s, in every "
-               "p99 on both sides), and no second load checks it at these rates (the Python harness, on the same "
-               "CPU, reaches ×0.08–×0.44 of psload's ceilings: its checks say \"no check\"). The fan-out sweep and "
-               "the failure modes below run the harness's Python publishers and subscribers (psycopg 3 "
-               "`notifies()`, redis-py) in 3-s windows: indicative, never deciding. Subscribers listen before the "
+               "start late (their schedule lag, actual − intended publish, is in every p99 on both sides: about 1 ms "
+               "at low rates from Go's timers, more where 4 synchronous publishers wait on their round trips), "
+               "and no second load checks it at these rates (the Python harness, on the same CPU, reaches a "
+               "fraction of psload's ceilings: the ceiling column gives it, and its checks say \"no check\"). The "
+               "fan-out sweep and the failure modes below run the harness's Python publishers and subscribers "
+               "(psycopg 3 `notifies()`, redis-py) in the short windows each table's caption gives: indicative, "
+               "never deciding. Subscribers listen before the "
                "first publish; every delivery is accounted per publisher and sequence number (lost, duplicated, "
                "reordered). ᶜ = load-limited (the load's CPU, not the server's, saturated: a floor for the server); "
                "ˡ = lag-dominated (the publishers' own schedule lag is at least half the delivery p99: with "
@@ -75,7 +77,7 @@ CAPTIONS = {
                         "queue_full_in_s_extrapolated: when the Postgres notification queue would be full at the "
                         "growth measured during the stall (a straight-line extrapolation, not observed). stall_s 0 is the control: the "
                         "same load with nobody stuck. When others_p99_lag_dominated, the others' p99 is the single "
-                        "publisher's own schedule lag (it could not hold the rate), and says nothing about the stall",
+                        "publisher's own schedule lag (its lateness in sending, not delivery), and says nothing about the stall",
     "payload_limit": "The largest payload each accepts among the sizes tried (the exact error of the first size "
                      "refused; with none refused the limit is only bounded below)",
 }
@@ -186,10 +188,9 @@ SEED_NOTES = ["Pub/sub: the source measured fan-out ×10 on 7 vCPU: Postgres ~11
               "at fan-out 10, one 64-byte message per publish, psload's 4 publishers flat out (3 × 30 s; the "
               "lower of published/s and the subscribers' received/s) with each server on one core of its own — "
               "not the source's setup: on 7 vCPU Postgres's publisher and listener backends spread over cores, "
-              "here they share one, which weighs against Postgres; Redis runs one thread either way. The source "
-              "gives each p99 beside its published rate; ours is each side's delivery p99 at its ceiling, from the "
-              "publish, judged by the same rule — a side whose load set its ceiling gives a p99 below the one at "
-              "its true ceiling, so the row is inconclusive where that could reach the source's ratio. In older records: the fan-out sweep's flat-out rows, on 2 cores shared by publishers, 10 "
+              "here they share one, which weighs against Postgres; Redis runs one thread either way. Our "
+              "delivery p99 at the ceiling is a closed loop's, the source's from the intended send: shown, never "
+              "judged. In older records: the fan-out sweep's flat-out rows, on 2 cores shared by publishers, 10 "
               "Python subscribers and the server — client-bound, so no ratio is judged there."]
 
 
@@ -208,8 +209,10 @@ SEED_SOURCE = "pub/sub fan-out ×10 (7 vCPU)"
 def capacity_seed_rows(capacity: pd.DataFrame | None) -> list[dict]:
     """Published/s and delivery p99 at the ceiling (publishers flat out, 3 steady windows) of
     pg_notify and redis_publish at fan-out 10, judged by the one rule on their Sides; [] without
-    both; each delivery p99 beside its ceiling, as the source gives its p99s (``judge_p99_at_ceilings``)."""
+    both. The delivery p99 is shown beside the source's, never judged: ours is a closed loop's at
+    its ceiling, the source's from each message's intended send."""
     from pglimits_core.analysis.seed import bounded_ratio, judge_sides
+    from pglimits_core.analysis.verdict import NOT_COMPARABLE, NOT_RECORDED
     from pglimits_core.experiments.capacity_cells import ceiling_side
 
     if capacity is None or capacity.empty or "subscribers" not in capacity:
@@ -225,33 +228,16 @@ def capacity_seed_rows(capacity: pd.DataFrame | None) -> list[dict]:
     rows = [_seed_row("published per s (the ceiling: publishers flat out)", "published_per_s",
                       _ceiling_text(a, pg), _ceiling_text(b, redis), bounded_ratio(ratio, a, b), judged, klass)]
     p99s = [_number(row.get("ceiling_delivery_p99_ms")) for row in (pg, redis)]
-    p99_ratio, p99_judged, p99_class = judge_p99_at_ceilings(p99s, a, b, klass)
+    # ours is a closed loop's p99 at the ceiling (delivery from the publish), the source's from
+    # each message's intended send at a stated rate: shown side by side, never judged
+    p99_judged, p99_class = ("not comparable: ours is a closed loop's p99 at its ceiling, the source's is measured "
+                             "from the intended send"), NOT_COMPARABLE
+    if None in p99s:
+        p99_judged, p99_class = "not measured on both sides", NOT_RECORDED
     rows.append(_seed_row("delivery p99 ms (at the ceiling: publishers flat out)", "delivery_p99_ms",
                           None if p99s[0] is None else round(p99s[0], 2), None if p99s[1] is None else round(p99s[1], 2),
-                          p99_ratio, p99_judged, p99_class))
+                          None, p99_judged, p99_class))
     return rows
-
-
-def judge_p99_at_ceilings(p99s: list[float | None], a, b, klass: str) -> tuple[float | None, str, str]:
-    """The source gives each p99 beside its published rate; ours is each side's delivery p99 at its
-    ceiling (from the publish), judged like the search p99 at 32 clients. A side whose load set its
-    ceiling (a floor) holds a p99 below the one at its true ceiling: A's could only rise (the
-    ratio up), B's only the ratio down; where that could reach the seed's ratio, inconclusive."""
-    from pglimits_core.analysis.seed import floor_could_move_it
-    from pglimits_core.analysis.seed import verdict as seed_verdict
-    from pglimits_core.analysis.verdict import LOAD_LIMITED, NOT_RECORDED
-
-    if None in p99s or not p99s[1] or a is None or b is None:
-        return None, "not measured on both sides", NOT_RECORDED
-    ratio, seed = p99s[0] / p99s[1], SEED["delivery_p99_ms"][0] / SEED["delivery_p99_ms"][1]
-    floors = [name for name, side in (("A", a), ("B", b)) if side.floor]
-    judged = seed_verdict(ratio, seed, seed)
-    # a bound never shows agreement: inside the source's ratio, it may still carry ours out
-    if floor_could_move_it(ratio, seed, seed, a.floor, b.floor) or (floors and judged == "agree"):
-        return ratio, (f"inconclusive: ours {' and '.join(floors)} at a load-limited ceiling, its p99 there "
-                       f"below its true ceiling's; the true ratio may reach or leave the seed's"), LOAD_LIMITED
-    bound = f" (ours {' and '.join(floors)} at a load-limited ceiling)" if floors else ""
-    return ratio, judged + bound, klass
 
 
 def _seed_row(figure: str, metric: str, ours_a, ours_b, ratio: float | str | None, judged: str, klass: str) -> dict:

@@ -333,10 +333,7 @@ def comparison_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     for claim in CLAIMS:
         pairs = [(name, *measured_pair(claim, tables, name)) for name in CLASSES]
         matched = [(name, a, b) for name, a, b in pairs if a and b]
-        # a class whose only pair breaks the source's delivery promise is context (the matched
-        # table shows it), not a row of its own, where another class holds a pair that keeps it
-        kept = [(name, a, b) for name, a, b in matched if promises_as_the_source(claim, a, b)]
-        for name, a, b in kept or matched or [(None, *measured_pair(claim, tables))]:
+        for name, a, b in matched or [(None, *measured_pair(claim, tables))]:
             rows.append(_comparison_row(claim, name, a, b))
     return pd.DataFrame(rows + backup_seed_rows(tables))
 
@@ -344,12 +341,7 @@ def comparison_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured | None,
                     b: Measured | None) -> dict:
     ratio, judged = judge(claim, a, b)
-    as_the_source = bool(durability_class is None and a and b and claim.seed_classes == (
-        a.durability_class, b.durability_class) and promises_as_the_source(claim, a, b))
-    if as_the_source:  # the source paired these classes itself: judged on its terms, and said so
-        judged += (f" — durability differs, as in the source's own pairing (A {label(a.durability_class)}, "
-                   f"B {label(b.durability_class)})")
-    elif durability_class is None and a and b:
+    if durability_class is None and a and b:
         # different promises: the ratio is shown as context (it is what the seed's pairing gives
         # here), never judged
         ratio = a.value / b.value if b.value else None
@@ -357,11 +349,10 @@ def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured 
                   f"B {label(b.durability_class)}); the ratio is context only")
     low, high = claim.seed_ratio_range()
     unit = "jobs/s" if claim.metric.startswith("throughput") else "ms p99"
-    klass = judged_by(durability_class or (as_the_source and "source"), a, b) if (
-        a is None or b is None or promises_as_the_source(claim, a, b)) else "—"
+    klass = judged_by(durability_class, a, b) if a is None or b is None or promises_as_the_source(
+        claim, a, b) else "—"
     return {"source": claim.source, "figure": claim.what,
-            "durability class (ours, both sides)": label(durability_class) if durability_class else (
-                "as the source paired them" if as_the_source else "—"),
+            "durability class (ours, both sides)": label(durability_class) if durability_class else "—",
             "A / B": f"{claim.a_label} / {claim.b_label}", "seed durability": claim.seed_durability,
             "seed A": _seed_text(claim.seed_a, unit), "seed B": _seed_text(claim.seed_b, unit),
             "seed ratio A/B": _range_text(low, high), "ours A": _ours_text(a, unit), "ours B": _ours_text(b, unit),

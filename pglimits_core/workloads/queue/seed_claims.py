@@ -30,10 +30,6 @@ class SeedClaim:
     #: ceiling stands for it here); the claim is then also judged at the same share of this box's
     #: ceiling — its own terms — where this box does not reach the absolute rate
     of_peak: tuple[float, tuple[str, ...]] | None = None
-    #: the durability classes of (A, B) in the source's own pairing where they differ (SQLite
-    #: NORMAL, periodic, against Postgres's per-commit): with no class measured on both sides here,
-    #: the pair in exactly these classes is judged on the source's terms, and says so
-    seed_classes: tuple[str, str] | None = None
 
     def share_of_peak(self) -> float | None:
         return None if self.rate is None or self.of_peak is None else self.rate / self.of_peak[0]
@@ -54,7 +50,6 @@ SQLITE_STOCK_CEILING = (13_400, 14_820)
 SQLITE_NORMAL_BOTH = "SQLite synchronous=NORMAL in WAL mode on both sides (periodic)"
 SEED_000_DURABILITY = ("SQLite synchronous=NORMAL in WAL mode (fsync at checkpoints: periodic) vs Postgres "
                        "synchronous_commit=on (per commit), which the seed called the same fsync semantics")
-SEED_000_CLASSES = ("periodic", "per_commit")
 
 CLAIMS = (
     # Redis's side moves 10 messages per round trip (pipeline 10), so Postgres claims 10 per
@@ -75,16 +70,14 @@ CLAIMS = (
               (2.46, 2.46), (2.35, 2.35), SEED_003_DURABILITY, rate=5_000,
               of_peak=(46_000, ("pg_skiplocked batch=10",))),
     SeedClaim(SEED_000, "queue throughput at 1 consumer", "throughput_1", "SQLite WAL", "Postgres (pgmq)",
-              ("sqlite_wal batch=1",), POSTGRES_ANY, (4_820, 4_820), (2_140, 2_140), SEED_000_DURABILITY,
-              seed_classes=SEED_000_CLASSES),
+              ("sqlite_wal batch=1",), POSTGRES_ANY, (4_820, 4_820), (2_140, 2_140), SEED_000_DURABILITY),
     SeedClaim(SEED_000, "queue p99 end-to-end at 1k msg/s", "e2e_p99", "SQLite WAL", "Postgres (pgmq)",
-              ("sqlite_wal batch=1",), POSTGRES_ANY, (1.1, 1.1), (6.2, 6.2), SEED_000_DURABILITY, rate=1_000,
-              seed_classes=SEED_000_CLASSES),
+              ("sqlite_wal batch=1",), POSTGRES_ANY, (1.1, 1.1), (6.2, 6.2), SEED_000_DURABILITY, rate=1_000),
     # 5k msg/s was "comfortable for both": ~10 % of the source's pgmq peak (48,150), whose share of
     # this box's pgmq ceiling is the matched point where this box cannot carry 5,000/s
     SeedClaim(SEED_000, "queue p99 end-to-end at 5k msg/s", "e2e_p99", "SQLite WAL", "Postgres (pgmq)",
               ("sqlite_wal batch=1",), POSTGRES_ANY, (2.8, 2.8), (14.6, 14.6), SEED_000_DURABILITY, rate=5_000,
-              of_peak=(48_150, ("pgmq batch=1",)), seed_classes=SEED_000_CLASSES),
+              of_peak=(48_150, ("pgmq batch=1",))),
     # The SQLite study's mitigations, each against its stock single-file queue, whose sustained
     # ceiling the seed puts at 13.4k (the cliff) to 14.8k (the peak it measured). Ours are peak
     # burn-down rates (the seed's are sustained under producers): the ratio is what compares.
