@@ -40,9 +40,9 @@ def _number(value) -> float | None:
 
 def capacity_bracket(row: pd.Series) -> tuple[float, float | None, str] | None:
     """The capacity's bracket from the table row: (held, top, what bounds the top) — the top is
-    the lowest rate whose steady window missed (``"steady"``), or the design's own server-limited
-    ceiling where that is lower or nothing missed (``"ceiling"``: no offered rate above what the
-    server does flat out can hold); a floor (top None, ``"floor"``) where neither bounds it or where the load caused
+    the lowest rate whose steady window missed (``"steady"``), else the design's own
+    server-limited ceiling (``"ceiling"``: no offered rate above what the server does flat out
+    can hold); a floor (top None, ``"floor"``) where neither bounds it or where the load caused
     the miss. None: nothing held."""
     rate = _number(row.get("capacity_per_s"))
     if rate is None:
@@ -50,11 +50,13 @@ def capacity_bracket(row: pd.Series) -> tuple[float, float | None, str] | None:
     miss, ceiling = _number(row.get("capacity_miss_per_s")), _number(row.get("ceiling_high"))
     if miss is not None and _miss_limit(row) == LOAD:
         return rate, None, "floor"
-    server_ceiling = ceiling if ceiling is not None and row.get("ceiling_limit") == SERVER and ceiling > rate else None
-    if miss is not None and (server_ceiling is None or miss <= server_ceiling):
+    if miss is not None:
+        # the steady miss, not the ceiling, even where the ceiling is lower: a ceiling may come from
+        # another tool at another concurrency (pgbench's 8 clients against qload's rate windows),
+        # which the rate windows can outrun
         return rate, miss, "steady"
-    if server_ceiling is not None:  # no open-loop rate above what the server does flat out holds
-        return rate, server_ceiling, "ceiling"
+    if ceiling is not None and row.get("ceiling_limit") == SERVER and ceiling > rate:
+        return rate, ceiling, "ceiling"
     return rate, None, "floor"
 
 
