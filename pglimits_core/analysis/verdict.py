@@ -123,7 +123,8 @@ def decide(a: Side, b: Side, tie_band: float = TIE_BAND) -> Verdict:
     if a.below or b.below:
         return _below_against(a, b, tie_band)
     if a.floor and b.floor:
-        return Verdict(LOAD_LIMITED, None, None, "both sides were limited by their load generators: "
+        return Verdict(LOAD_LIMITED, None, None, "both figures are floors, each where its load generator's CPU set "
+                       "was saturated (the server's may have been too): "
                        f"≥ {a.value:,.0f} vs ≥ {b.value:,.0f}")
     if a.floor or b.floor:
         return _floor_against(a, b, tie_band)

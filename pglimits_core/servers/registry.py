@@ -14,6 +14,7 @@ from pglimits_core.servers.base import Server
 SERVERS: dict[str, str] = {
     "postgres": "pglimits_core.servers.postgres:PostgresServer",
     "postgres_ext": "pglimits_core.servers.postgres_ext:PostgresExtServer",
+    "postgres_queue": "pglimits_core.servers.postgres_queue:PostgresQueueServer",
     "redis": "pglimits_core.servers.redis:RedisServer",
     "sqlite": "pglimits_core.servers.sqlite:SQLiteServer",
     "opensearch": "pglimits_core.servers.opensearch:OpenSearchServer",

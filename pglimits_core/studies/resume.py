@@ -14,6 +14,7 @@ extra repetitions. Nothing is deleted.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import defaultdict, deque
 from pathlib import Path
@@ -28,6 +29,23 @@ from pglimits_core.record.summary import Summary
 AFTER_THE_RUN = ("outcome", "load")
 
 
+#: a C tool's port arguments: a fresh study starts its servers on new ports, so a resumed one
+#: would otherwise find no earlier tool run the same
+_PORT_FLAGS = ("-p", "--port")
+_PORT_IN_TEXT = re.compile(r"(:|port=)\d{2,5}\b")
+
+
+def without_ports(argv: list[Any]) -> list[Any]:
+    """``argv`` with every port (after ``-p``/``--port``, in ``host:port`` and ``port=``) masked."""
+    masked = []
+    for i, arg in enumerate(argv):
+        if i and str(argv[i - 1]) in _PORT_FLAGS:
+            masked.append("*")
+        else:
+            masked.append(_PORT_IN_TEXT.sub(lambda m: m.group(1) + "*", str(arg)) if isinstance(arg, str) else arg)
+    return masked
+
+
 def point_identity(study: str, system: str, variant: str, params: dict[str, Any]) -> str:
     """A canonical string for one planned point (equal for a plan and its record)."""
     asked = {key: value for key, value in params.items() if key not in AFTER_THE_RUN}
@@ -35,6 +53,8 @@ def point_identity(study: str, system: str, variant: str, params: dict[str, Any]
         # an operation's repr holds a memory address: different every run, says nothing
         asked["spec"] = {**asked["spec"], "roles": [{k: v for k, v in role.items() if k != "operation"}
                                                     for role in asked["spec"].get("roles", [])]}
+    if "tool_commands" in asked:
+        asked["tool_commands"] = [{**c, "argv": without_ports(c.get("argv") or [])} for c in asked["tool_commands"]]
     # through JSON once, so tuples/lists and the manifest's own round trip compare equal
     normalised = json.loads(json.dumps([study, system, variant, asked], default=str))
     return json.dumps(normalised, sort_keys=True)

@@ -41,9 +41,10 @@ def check_dedicated(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None
     for mechanism in ("baseline", "churn"):
         path, manifest = manifests[("dedicated", mechanism)]
         assert manifest["status"] == "complete", manifest["error"]
-        assert set(manifest["servers"]) == {"opensearch", "qdrant", "redis"}
+        # the OLTP tenant stays on Postgres, the application's own database
+        assert set(manifest["servers"]) == {"opensearch", "qdrant", "redis", "postgres"}
         outcome = manifest["params"]["outcome"]
-        assert all(outcome["tenants"][t]["p99_ms"] > 0 for t in ("fts", "vector")), mechanism
+        assert all(outcome["tenants"][t]["p99_ms"] > 0 for t in ("fts", "vector", "oltp")), mechanism
         assert outcome["start_state"]["start_depth"] == manifest["params"]["backlog"]
         # the same durability class as the Postgres churn's commits: fsync before every reply
         assert manifest["servers"]["redis"]["settings"]["appendfsync"] == "always"
@@ -55,6 +56,48 @@ def check_dedicated(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None
     assert churn["churn"]["offered_per_s"] > 0 and churn["churn"]["jobs_per_s"] > 0
     assert churn["churn"]["sustained"] in (True, False) and churn["churn"]["client_cpu_pct"] is not None
     assert churn["tenants"]["churn"]["count"] > 0
+CAPACITIES = ("churn_capacity", "bystander_capacity")
+POSTGRES_WINDOWS = ("baseline", "churn", "control", "held_xmin", "autovacuum_off", "idle_xid_1.2s", "rr_query_1.2s",
+                    "churn | tuned_autovacuum", "idle_xid_1.2s | holder_timeout", "idle_xid_1.2s | partition_rotation")
+
+
+def check_capacities(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None:
+    """The churn's capacity (pgbench) and the shared bystanders' (the harness) measured first; the
+    windows offer their shares of them."""
+    churned = manifests[("postgres", "churn_capacity")][1]
+    assert churned["status"] == "complete", churned["error"]
+    # which side set the limit is recorded (None where the placement cannot tell: the tests may share the cores)
+    assert churned["params"]["tool"] == "pgbench" and "side" in churned["limit"]
+    window = manifests[("postgres", "churn")][1]["params"]
+    assert window["churn_base"]["source"] == "measured" and window["churn_base"]["jobs_per_s"] > 0
+    assert window["churn_rate"] == round(window["level"] * window["churn_base"]["jobs_per_s"], 1)
+    assert window["fts_rate"] > 0 and window["oltp_rate"] > 0  # shares of the capacities measured first
+
+
+def check_split(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None:
+    """The split side: the queue churned on its own instance, the bystanders on the project's."""
+    for mechanism in ("baseline", "churn"):
+        manifest = manifests[("split", mechanism)][1]
+        assert manifest["status"] == "complete", manifest["error"]
+        assert set(manifest["servers"]) == {"postgres", "postgres_queue"}
+        assert manifest["params"]["outcome"]["start_state"]["queue_server"] == "postgres_queue"
+    churned = manifests[("split", "churn")][1]["params"]["outcome"]
+    assert churned["churn"]["jobs_per_s"] > 0 and churned["tenants"]["oltp"]["count"] > 0
+
+
+def check_new_acts(manifests: dict[str, tuple[Path, dict]]) -> None:
+    """The holds released, the server's timeout ending one early, the rotation running beside a
+    hold and losing nothing it could not account for, the tuned settings on the queue table."""
+    for mechanism in ("idle_xid_1.2s", "rr_query_1.2s", "idle_xid_1.2s | holder_timeout"):
+        events = manifests[mechanism][1]["params"]["outcome"]["events"]
+        assert events["holder_gone"] is True, mechanism
+    assert manifests["idle_xid_1.2s | holder_timeout"][1]["params"]["outcome"]["events"]["horizon_released_s"] > 0
+    rotated = manifests["idle_xid_1.2s | partition_rotation"][1]["params"]["outcome"]["events"]["rotation"]
+    assert rotated["error"] is None and rotated["attempts"], rotated
+    options = manifests["churn | tuned_autovacuum"][1]["params"]["outcome"]["start_state"]["queue_reloptions"]
+    assert "autovacuum_vacuum_scale_factor=0" in options, options
+
+
 def test_interference_notebook_runs_end_to_end(tmp_path: Path, isolated_state: Path):
     import papermill
 
@@ -66,10 +109,14 @@ def test_interference_notebook_runs_end_to_end(tmp_path: Path, isolated_state: P
                                            "figures_dir": str(figures), "tables_dir": str(tables)},
                                cwd=str(NOTEBOOKS_DIR), progress_bar=False)
     by_window = manifests_by_window(runs)
-    assert set(by_window) == {("postgres", m) for m in ("baseline", "churn", "control", "held_xmin", "autovacuum_off")} \
-        | {("dedicated", "baseline"), ("dedicated", "churn")}
+    assert set(by_window) == {("postgres", m) for m in (*CAPACITIES, *POSTGRES_WINDOWS)} \
+        | {(side, m) for side in ("dedicated", "split") for m in ("baseline", "churn")}
     check_dedicated(by_window)
-    manifests = {mechanism: found for (side, mechanism), found in by_window.items() if side == "postgres"}
+    check_capacities(by_window)
+    check_split(by_window)
+    manifests = {mechanism: found for (side, mechanism), found in by_window.items()
+                 if side == "postgres" and mechanism not in CAPACITIES}
+    check_new_acts(manifests)
     for mechanism, (path, manifest) in manifests.items():
         assert manifest["status"] == "complete", manifest["error"]
         outcome = manifest["params"]["outcome"]

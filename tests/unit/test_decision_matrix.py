@@ -95,7 +95,7 @@ def test_client_bound_sides_are_not_decided_by_server_cpu_per_operation():
     decided = cell(server("postgres", 9000, LOAD, server_cpu_us_per_op=40),
                    server("redis", 5000, LOAD, server_cpu_us_per_op=10))
     assert decided.verdict.klass == LOAD_LIMITED and margin(decided) == "—"
-    assert rule_words(decided) == ("not decided here: both sides were limited by their load generators: "
+    assert rule_words(decided) == ("not decided here: both figures are floors, each where its load generator's CPU set was saturated (the server's may have been too): "
                               "≥ 9,000 vs ≥ 5,000")
 
 

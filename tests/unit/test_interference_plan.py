@@ -13,12 +13,19 @@ from pglimits_core.profiles import load_profile
 from pglimits_core.registry import workload
 from pglimits_core.workloads.interference import plan as interference_plan
 from pglimits_core.workloads.interference.churn import churn_script, control_script
+from pglimits_core.workloads.interference.mechanisms import is_act, split_mitigation
 from pglimits_core.workloads.interference.tables import all_tables, interference_frame, sides_table
 
 #: seconds each profile's study may take (the one-off data load apart)
-BUDGET_S = {"test": 60, "quick": 200, "full": 40 * 60}
-MECHANISMS = {"baseline", "churn", "control", "held_xmin", "autovacuum_off"}
+BUDGET_S = {"test": 150, "quick": 200, "full": 75 * 60}
+#: the mechanisms every profile plans (the holds' names carry their lengths)
+MECHANISMS = {"baseline", "churn", "control", "autovacuum_off"}
 DEDICATED_SERVERS = {"opensearch", "qdrant", "redis"}
+
+
+def rate_of(p):
+    """A planned window's offered churn, as its point will resolve it."""
+    return p.params["rates"].at(p.params["level"])
 
 
 def planned(profile_name: str):
@@ -30,15 +37,28 @@ def planned(profile_name: str):
 @pytest.mark.parametrize("profile_name", sorted(BUDGET_S))
 def test_every_profile_plans_every_mechanism_within_its_budget(profile_name):
     section, planned_points = planned(profile_name)
-    points = [p for p in planned_points if p.label == "postgres"]
-    assert {p.experiment for p in points} == MECHANISMS
+    points = [p for p in planned_points if p.label == "postgres" and "capacity" not in p.experiment]
+    assert {p.experiment for p in points} >= MECHANISMS
     assert {p.server for p in points} == {"postgres"}
-    assert {p.server for p in planned_points} == {"postgres"} | (DEDICATED_SERVERS if section.dedicated else set())
+    assert {p.server for p in planned_points} == ({"postgres"} | (DEDICATED_SERVERS if section.dedicated else set())
+                                                  | ({"postgres_queue"} if section.split else set()))
+    split = [p for p in planned_points if p.label == "split"]
+    assert {p.params["level"] for p in split} == set(section.split.levels if section.split else [])
+    assert all(p.experiment in ("baseline", "churn") and p.params["act"] is None for p in split)
     assert 0 in section.levels and {p.params["level"] for p in points if p.experiment == "churn"} \
         == {lv for lv in section.levels if lv > 0}
+    rates = points[0].params["rates"]
+    if section.churn_capacity is not None:  # the capacity runs first; the windows share what it learns
+        assert planned_points[0].experiment == "churn_capacity" and planned_points[0].params["rates"] is rates
+        rates.measured = 1000.0
     for p in points:
-        assert p.params["churn_rate"] == pytest.approx(p.params["level"] * section.queue_rate, abs=1e-3)
-        assert (p.params["act"] is not None) == (p.experiment in ("held_xmin", "autovacuum_off"))
+        assert p.params["rates"] is rates
+        assert rate_of(p) == pytest.approx(p.params["level"] * rates.base(), abs=0.1)
+        # an act window carries its act; a mitigated plain window carries only its change
+        mitigation = split_mitigation(p.experiment)[1]
+        assert (p.params["act"] is not None) == (is_act(p.experiment) or mitigation is not None)
+        if mitigation is not None:
+            assert p.params["act"]["mitigation"] == mitigation
     assert interference_plan.estimate_s(section) <= BUDGET_S[profile_name]
     side = (f"dedicated side: {len(section.dedicated.levels)} windows" if section.dedicated
             else "dedicated side: not in this profile")
@@ -69,9 +89,9 @@ def test_a_stall_at_a_level_the_sweep_does_not_run_is_refused():
         InterferenceProfile.model_validate({**raw, "levels": [1.0], "held_xmin": None})
 
 
-def test_without_records_the_sides_table_describes_both_sides():
+def test_without_records_the_sides_table_describes_every_side():
     sides = sides_table()
-    assert set(sides.side) == {"postgres", "dedicated"}
+    assert set(sides.side) == {"postgres", "split", "dedicated"}
     status = sides.set_index("side").status
     assert status["dedicated"].startswith("built:") and "Postgres mechanisms" in status["dedicated"]
 
@@ -124,11 +144,13 @@ def test_the_dedicated_side_runs_its_levels_after_its_setup_points(profile_name)
     assert {points[i].experiment for i in dedicated} == {"baseline", "churn"}  # acts and control: Postgres-only
     assert {points[i].params["level"] for i in dedicated} == set(section.dedicated.levels)
     assert len(dedicated) == section.repetitions * len(section.dedicated.levels)
-    postgres = {(p.params["level"], p.params["churn_rate"], p.params["window_s"]) for p in points
+    points[0].params["rates"].measured = 1000.0  # a measured base, as the capacity point learns it
+    postgres = {(p.params["level"], rate_of(p), p.params["window_s"]) for p in points
                 if p.label == "postgres" and p.experiment in ("baseline", "churn")}
     for i in dedicated:  # the same rates and window as the Postgres side at the same level
         p = points[i]
-        assert (p.params["level"], p.params["churn_rate"], p.params["window_s"]) in postgres
+        assert p.params["rates"] is points[0].params["rates"]
+        assert (p.params["level"], rate_of(p), p.params["window_s"]) in postgres
         assert p.params["knobs"] == next(q.params["knobs"] for q in points if q.label == "postgres")
     assert interference_plan.server_options(section) == {"opensearch": {"heap": section.dedicated.heap}}
 
@@ -259,7 +281,9 @@ def test_levels_alternate_their_order_by_repetition_on_both_sides():
         # the control rotates with the levels: after the churn in even repetitions, before it in odd
         postgres = [p.experiment for p in rep if p.label == "postgres"]
         assert (postgres.index("control") > postgres.index("churn")) == (r % 2 == 0), (r, postgres)
-        assert postgres[-2:] == ["held_xmin", "autovacuum_off"]  # the acts stay last
+        # the acts and the mitigations stay after every plain window
+        plain = [i for i, m in enumerate(postgres) if not is_act(m) and split_mitigation(m)[1] is None]
+        assert max(plain) < min((i for i, m in enumerate(postgres) if i not in plain), default=len(postgres)), postgres
     assert interference_plan.plan(section, load_profile("full")) == points  # deterministic
 
 

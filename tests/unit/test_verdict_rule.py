@@ -82,7 +82,7 @@ def test_a_floor_below_or_near_a_ceiling_is_not_decided():
 def test_both_floors_are_not_decided_whatever_the_gap():
     verdict = decide(side("pg_notify", 184233, 182833, 184667, LOAD), side("redis", 149400, 147533, 152933, LOAD))
     assert (verdict.klass, verdict.winner) == (LOAD_LIMITED, None)
-    assert verdict.why == "both sides were limited by their load generators: ≥ 184,233 vs ≥ 149,400"
+    assert verdict.why == "both figures are floors, each where its load generator's CPU set was saturated (the server's may have been too): ≥ 184,233 vs ≥ 149,400"
 
 
 def test_a_side_whose_limit_was_not_recorded_is_not_decided():

@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.workloads.interference import permutation as perm
+from pglimits_core.workloads.interference.mechanisms import order_column
 
 #: seconds dropped from the start of every window's statistics when the record does not say
 WARMUP_S = 2.0
-TENANTS = ("fts", "vector", "churn")
-ORDER = {"baseline": 0, "churn": 1, "control": 2, "held_xmin": 3, "autovacuum_off": 4, "idle_xid": 5, "rr_query": 6}
+TENANTS = ("fts", "vector", "oltp", "churn")
 
 
 def spans_of(outcome: dict[str, Any]) -> list[dict[str, Any]]:
@@ -112,7 +112,7 @@ def exact_p(row: Any) -> str:
 
 def _order(column: pd.Series) -> pd.Series:
     if column.name == "mechanism":
-        return column.map(ORDER).fillna(9)
+        return order_column(column)
     if column.name == "tenant":
         return column.map({t: i for i, t in enumerate(TENANTS)}).fillna(9)
     return column

@@ -66,6 +66,10 @@ APPEND_ONLY_TABLES = (CONTROL_JOBS, CONTROL_CLAIMS, CONTROL_ACKS)
 QUEUE_TABLES = (QUEUE_TABLE, CONTROL_TABLE, *APPEND_ONLY_TABLES)
 #: the tables the reset prefills with ``depth`` jobs (the others start empty)
 PREFILLED = (QUEUE_TABLE, CONTROL_TABLE)
+#: the queue-table options a run may change (autovacuum off, a mitigation's own settings): every
+#: reset puts them back to the server's
+RESETTABLE_OPTIONS = ("autovacuum_enabled", "autovacuum_vacuum_scale_factor", "autovacuum_vacuum_threshold",
+                      "autovacuum_vacuum_cost_delay")
 #: no insert-triggered vacuum on an append-only table (it has no dead tuple to remove)
 APPEND_ONLY_OPTIONS = "autovacuum_vacuum_insert_threshold = -1"
 #: the enqueue, with the payload built server-side: pgbench has no bytea-array variable
@@ -104,14 +108,15 @@ def pgbench_sql(statement: str, *variables: str) -> str:
     return "".join(part + (f":{name}" if name else "") for part, name in zip(parts, [*variables, ""], strict=True))
 
 
-def churn_script(payload_bytes: int) -> str:
-    """One job per transaction: enqueue, two-phase claim (batch 1), ack."""
-    claim = pgbench_sql(CLAIM_SQL, "client_id", "batch")
+def churn_script(payload_bytes: int, enqueue: str | None = None, claim: str = CLAIM_SQL, ack: str = ACK_SQL) -> str:
+    """One job per transaction: enqueue, two-phase claim (batch 1), ack — the queue study's
+    statements, or another queue's (``rotation``: the same statements on a partitioned table)."""
+    enqueue = ENQUEUE_ONE_SQL.format(table=QUEUE_TABLE) if enqueue is None else enqueue
     return (f"\\set batch 1\n\\set payload_bytes {int(payload_bytes)}\n"
-            f"{ENQUEUE_ONE_SQL.format(table=QUEUE_TABLE)};\n"
-            f"WITH claimed AS ({claim})\n"
+            f"{enqueue};\n"
+            f"WITH claimed AS ({pgbench_sql(claim, 'client_id', 'batch')})\n"
             "SELECT coalesce(array_agg(id), '{}') AS ids FROM claimed \\gset\n"
-            f"{pgbench_sql(ACK_SQL, 'ids')};\n")
+            f"{pgbench_sql(ack, 'ids')};\n")
 
 
 def control_script(payload_bytes: int) -> str:
@@ -134,21 +139,36 @@ def schema_sql() -> list[str]:
 def reset_queue(conn, depth: int, payload_bytes: int) -> dict[str, int]:
     """Every queue and control table emptied, the prefilled ones filled with ``depth`` jobs (the
     backlog), each table's statistics flushed, then vacuumed, frozen and analysed, so every run
-    starts from the same state (see ``start_state``); autovacuum back on (a run that turned it off
-    restores it too), the append-only tables without their insert-triggered vacuum."""
+    starts from the same state (see ``start_state``); autovacuum back on and a mitigation's table
+    settings gone (``RESETTABLE_OPTIONS``: a run that changed them restores them too), the
+    append-only tables without their insert-triggered vacuum."""
     for sql in schema_sql():
         conn.execute(sql)
     for table in QUEUE_TABLES:
         conn.execute(f"TRUNCATE {table}")
         if table in PREFILLED:
             conn.execute(PREFILL_SQL.format(table=table), (int(payload_bytes), int(depth)))
-        conn.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
+        conn.execute(f"ALTER TABLE {table} RESET ({', '.join(RESETTABLE_OPTIONS)})")
         if table in APPEND_ONLY_TABLES:
             conn.execute(f"ALTER TABLE {table} SET ({APPEND_ONLY_OPTIONS})")
         # the prefill's pending insert counters must land before the VACUUM resets them
         flush_statistics(conn)
         conn.execute(f"VACUUM (FREEZE, ANALYZE) {table}")
     return {"depth": conn.execute(f"SELECT count(*) FROM {QUEUE_TABLE}").fetchone()[0]}
+
+
+def set_queue_options(conn, settings: dict[str, float]) -> None:
+    """A mitigation's reloptions on the queue table (``reset_queue`` puts them back)."""
+    unknown = sorted(set(settings) - set(RESETTABLE_OPTIONS))
+    if unknown:
+        raise ValueError(f"queue-table options {unknown} are not ones a reset puts back: {RESETTABLE_OPTIONS}")
+    conn.execute(f"ALTER TABLE {QUEUE_TABLE} SET ({', '.join(f'{k} = {v!r}' for k, v in settings.items())})")
+
+
+def queue_options(conn) -> list[str]:
+    """The queue table's reloptions as the server keeps them (a mitigation's settings, if any)."""
+    row = conn.execute("SELECT reloptions FROM pg_class WHERE relname = %s", (QUEUE_TABLE,)).fetchone()
+    return list((row[0] if row else None) or [])
 
 
 def depth(conn) -> int:

@@ -36,20 +36,21 @@ from pglimits_core.analysis.decision import (
     usable,
 )
 from pglimits_core.analysis.verdict import Side
+from pglimits_core.workloads.interference.colocation import TENANTS, colocation_cells, hold_cells
 from pglimits_core.workloads.interference.sides import BAND, guard, inflated
 
 COLUMNS = ("level", "churn_rate", "tenant", "postgres_ratio", "dedicated_ratio", "postgres_ratio_min",
            "postgres_ratio_max", "dedicated_ratio_min", "dedicated_ratio_max")
-TENANTS = {"fts": "full-text search", "vector": "vector search"}
 TARGET = f"bystander p99 within ×{BAND:g} of its own side's baseline (paired by seed, every repetition)"
 
 
 def decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
-    sides = tables.get("sides")
+    """How much churn Postgres carries beside each bystander (``colocation``), then per churn
+    level and bystander the two sides against their own baselines."""
+    sides, inflation = tables.get("sides"), tables.get("inflation")
+    cells = colocation_cells(inflation) + hold_cells(tables.get("stalls"))
     if not usable(sides, *COLUMNS):
-        return []
-    inflation = tables.get("inflation")
-    cells = []
+        return cells
     for _, row in sides[sides.tenant.isin(list(TENANTS))].iterrows():
         found = row.to_dict()
         cells.append(Cell("interference", _scale(found), TARGET, _side("postgres", found),

@@ -7,6 +7,10 @@ reliable queue churns at the same jobs/s with the same backlog waiting. redis-be
 pace a rate, so the churn is a paced harness load (``ops.ReliableChurnOp``, open loop, one job per
 call: LPUSH + LMOVE + LREM); its workers' CPU is sampled on its own (``engines.ChurnCpuSampler``).
 
+The OLTP tenant (where planned) stays on Postgres on this side too: it is the application's own
+database, and the dedicated systems take the queue, the search and the vectors off it. So on
+this side Postgres serves only the point lookups, and its CPU counts with the engines' as server.
+
 What only Postgres has (vacuum, a held xmin, autovacuum off, the no-dead-tuple control) has no
 window here: the dedicated side runs the baseline and churn levels only. The engines' own
 background work is sampled where it is cheap (``engines``: OpenSearch merges/refreshes/GC,
@@ -25,7 +29,7 @@ with the server named.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -62,10 +66,16 @@ from pglimits_core.workloads.search.systems.registry import server_for as search
 from pglimits_core.workloads.vectors.systems.qdrant import collection_name
 from pglimits_core.workloads.vectors.systems.registry import server_for as vector_server
 
+if TYPE_CHECKING:
+    from pglimits_core.workloads.interference.bystander_capacity import BystanderRates
+    from pglimits_core.workloads.interference.churn_capacity import ChurnRate
+
 #: the dedicated engines, by tenant (each workload's registry says which server it runs on)
 SYSTEMS = {"fts": "opensearch", "vector": "qdrant", "churn": "redis_reliable"}
 SERVERS = {"fts": search_server(SYSTEMS["fts"]), "vector": vector_server(SYSTEMS["vector"]),
            "churn": queue_server(SYSTEMS["churn"])}
+#: where the OLTP tenant runs on this side: the application's Postgres, with nothing else on it
+OLTP_SERVER = "postgres"
 DEDICATED_SIDE = InterferenceVariant("dedicated", "dedicated", {"server": SERVERS["fts"]})
 #: the Redis churn's persistence: fsync before every reply (the Postgres churn commits with
 #: synchronous_commit = on, fsync = on: class per_commit on both sides)
@@ -74,13 +84,17 @@ DURABILITY = "always"
 PREFILL_BATCH = 1000
 
 
-def endpoints(ctx: Any) -> dict[str, Any]:
-    """Each tenant's endpoint; a server the fleet lacks stops the point, named."""
+def endpoints(ctx: Any, oltp: bool = False) -> dict[str, Any]:
+    """Each tenant's endpoint (the OLTP tenant's Postgres only where it is planned: its CPU then
+    counts as server CPU); a server the fleet lacks stops the point, named."""
     missing = [server for server in SERVERS.values() if server not in ctx.endpoints]
     if missing:
         raise PGLimitsError(f"interference dedicated side: {', '.join(missing)} not running",
                             "the set-up point of that server says why (pglimits doctor)")
-    return {tenant: ctx.endpoints[server] for tenant, server in SERVERS.items()}
+    found = {tenant: ctx.endpoints[server] for tenant, server in SERVERS.items()}
+    if oltp and OLTP_SERVER in ctx.endpoints:
+        found["oltp"] = ctx.endpoints[OLTP_SERVER]
+    return found
 
 
 _READY: set[tuple[str, str, Any]] = set()
@@ -109,10 +123,12 @@ def ready_point(run: Any, v: InterferenceVariant, tenant: str, knobs: Knobs, war
     return {**loaded, "warmup_queries": warmup_queries}
 
 
-def warmup_point(run: Any, v: InterferenceVariant, knobs: Knobs, seconds: float, repetition: int) -> dict[str, Any]:
+def warmup_point(run: Any, v: InterferenceVariant, knobs: Knobs, seconds: float, repetition: int,
+                 bystanders: BystanderRates | None = None) -> dict[str, Any]:
     """Unrecorded: the bystanders open loop at their rates on their engines for ``seconds`` (the
     JVM compiles and sizes its heap under the load the windows then measure)."""
-    points = endpoints(run.ctx)
+    knobs = bystanders.resolve(knobs) if bystanders is not None else knobs
+    points = endpoints(run.ctx, bool(knobs.oltp_rate))
     for tenant in ("fts", "vector"):
         ready(tenant, points[tenant], knobs.data)
     role_list = bystander_roles(tenant_ops(points, knobs), knobs.workers)
@@ -141,24 +157,31 @@ def tenant_op(tenant: str, endpoint: Any, knobs: Knobs) -> Any:
     return ops.VectorQueryOp(endpoint, knobs.data.index, vectors_path, knobs.vector_ef, SYSTEMS["vector"])
 
 
-def tenant_ops(points: dict[str, Any], knobs: Knobs) -> list[tuple[Any, float]]:
-    """The bystanders on their engines at the Postgres side's rates (the churn apart)."""
-    return [(tenant_op("fts", points["fts"], knobs), knobs.fts_rate),
-            (tenant_op("vector", points["vector"], knobs), knobs.vector_rate)]
+def tenant_ops(points: dict[str, Any], knobs: Knobs, seed: int = 0) -> list[tuple[Any, float]]:
+    """The bystanders on their engines at the Postgres side's rates (the churn apart); the OLTP
+    tenant on Postgres (``OLTP_SERVER``) where planned."""
+    found = [(tenant_op("fts", points["fts"], knobs), knobs.fts_rate),
+             (tenant_op("vector", points["vector"], knobs), knobs.vector_rate)]
+    if knobs.oltp_rate and knobs.data.oltp_rows and "oltp" in points:
+        found.append((ops.OltpLookupOp(points["oltp"].url, tenants.OLTP_TABLE, knobs.data.oltp_rows, seed),
+                      knobs.oltp_rate))
+    return found
 
 
 def prepare_window(ctx: Any, knobs: Knobs, appendfsync: str) -> dict[str, Any]:
     """Untimed: data on each engine, the Redis backlog reset (with its persistence), the bystanders warm."""
-    points = endpoints(ctx)
+    points = endpoints(ctx, bool(knobs.oltp_rate))
     loaded = {k: v for tenant in ("fts", "vector") for k, v in ready(tenant, points[tenant], knobs.data).items()}
+    if knobs.oltp_rate and "oltp" in points:  # its table (and the others) on the application's Postgres
+        loaded |= tenants.ready(points["oltp"].url, points["oltp"], knobs.data)
     depth = reset_backlog(points["churn"].url, knobs, appendfsync)
     for op, _rate in tenant_ops(points, knobs):
         warm(op, knobs.warmup_queries)
     return {**loaded, "start_depth": depth}
 
 
-def roles(points: dict[str, Any], knobs: Knobs, churn_rate: float, churn_workers: int) -> list[Any]:
-    found = bystander_roles(tenant_ops(points, knobs), knobs.workers)
+def roles(points: dict[str, Any], knobs: Knobs, churn_rate: float, churn_workers: int, seed: int = 0) -> list[Any]:
+    found = bystander_roles(tenant_ops(points, knobs, seed), knobs.workers)
     if churn_rate > 0:
         found.append(Role("churn", ops.ReliableChurnOp(points["churn"].url, knobs.payload_bytes), workers=churn_workers,
                           loop=OpenLoop(rate=churn_rate, arrival="poisson", drain_s=2.0)))
@@ -179,7 +202,7 @@ def samplers(ctx: Any, points: dict[str, Any], knobs: Knobs, churn_pids: list[in
 
 def measure(ctx: Any, role_list: list[Any], knobs: Knobs, window_s: float, seed: int) -> Measured:
     """Every tenant for ``window_s`` with the samplers on; t = 0 at the workers' common start."""
-    points, churn_pids = endpoints(ctx), []
+    points, churn_pids = endpoints(ctx, bool(knobs.oltp_rate)), []
     with (SamplerSet(samplers(ctx, points, knobs, churn_pids)) as sampler_set,
           WarmedLoad(role_list, knobs.warmup_s, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load):
         origin, origin_epoch = time.monotonic(), time.time()
@@ -192,13 +215,16 @@ def measure(ctx: Any, role_list: list[Any], knobs: Knobs, window_s: float, seed:
     return measured
 
 
-def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: float, churn_rate: float,
+def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: float, rates: ChurnRate,
                     window_s: float, repetition: int, knobs: Knobs, churn_workers: int,
                     appendfsync: str = DURABILITY, run_order: int | None = None,
-                    level_order: str | None = None) -> RecordedRun:
+                    level_order: str | None = None, bystanders: BystanderRates | None = None) -> RecordedRun:
     ctx = run.ctx
+    churn_rate = rates.at(level)  # the Postgres side's rate at this level: the same jobs/s
+    knobs = bystanders.resolve(knobs) if bystanders is not None else knobs  # the Postgres side's rates too
     params = {"experiment": mechanism, "variant": v.label, "side": "dedicated", "mechanism": mechanism,
-              "level": level, "churn_rate": churn_rate, "window_s": window_s, "repetition": repetition,
+              "level": level, "churn_rate": churn_rate, "churn_base": rates.describe(),
+              "window_s": window_s, "repetition": repetition,
               "run_order": run_order, "level_order": level_order,
               "act": None, "systems": SYSTEMS, "churn_workers": churn_workers,
               "churn_client": "harness open loop (redis-benchmark cannot pace a rate)", "appendfsync": appendfsync,
@@ -208,10 +234,12 @@ def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: flo
         return reused
     start_state = prepare_window(ctx, knobs, appendfsync)
     servers = {server: ctx.describe_now(server) for server in SERVERS.values()}
+    if knobs.oltp_rate and OLTP_SERVER in ctx.endpoints:  # the OLTP tenant's Postgres, alone
+        servers[OLTP_SERVER] = ctx.describe_now(OLTP_SERVER)
     manifest = new_manifest(new_run_id(STUDY, v.system, name), STUDY, v.system, name, seed=run.seed,
                             params=params, servers=servers, host=ctx.host)
     with RunDirectory.create(manifest, ctx.runs_root) as run_dir:
-        role_list = roles(endpoints(ctx), knobs, churn_rate, churn_workers)
+        role_list = roles(endpoints(ctx, bool(knobs.oltp_rate)), knobs, churn_rate, churn_workers, run.seed + repetition)
         measured = measure(ctx, role_list, knobs, window_s, run.seed + repetition)
         return finish(run_dir, measured, churn_rate, {"start_state": start_state})
 
@@ -235,7 +263,8 @@ def host_rows(frame: Any, sampler: str) -> Any:
 
 def window_outcome(measured: Measured, churn_rate: float) -> dict[str, Any]:
     result, seconds = measured.bystanders, measured.window_s - measured.warmup_s
-    seen = {role: evidence.bystander_stats(result, role) for role in (*evidence.BYSTANDERS, "churn")}
+    seen = {role: evidence.bystander_stats(result, role) for role in evidence.ran(result, (*evidence.BYSTANDERS, "churn"))}
+    seen.setdefault("churn", {"count": 0})
     tenants_seen = {role: stats for role, stats in seen.items() if role != "churn" or churn_rate > 0}
     churn_cpu = host_frame_verdict(host_rows(measured.frame, "churn_host"), 1)["cpu"]
     series = {role: s[s.index < measured.window_s] for role in tenants_seen

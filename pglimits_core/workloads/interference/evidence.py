@@ -28,16 +28,25 @@ from pglimits_core.load.background import PHASE
 from pglimits_core.samplers.vacuum import parse_autovacuum_log, vacuum_windows
 from pglimits_core.workloads.interference import permutation as perm
 from pglimits_core.workloads.interference.churn import QUEUE_TABLE, QUEUE_TABLES
+from pglimits_core.workloads.interference.rotation import PARTITIONS
 
 DEAD = f"{QUEUE_TABLE}.n_dead_tup"
-BYSTANDERS = ("fts", "vector")
+#: the tables that hold the churn's jobs: the queue, or the rotated queue's partitions
+JOB_TABLES = (QUEUE_TABLE, *PARTITIONS)
+BYSTANDERS = ("fts", "vector", "oltp")
 #: the tables whose maintenance spans are evidence: the queue's and every control table's (the
 #: control's append-only tables are auto-ANALYZEd too)
-TABLES = QUEUE_TABLES
+TABLES = (*QUEUE_TABLES, *PARTITIONS)
 
 
 def _ms(us: float | None) -> float | None:
     return None if us is None or (isinstance(us, float) and np.isnan(us)) else round(float(us) / 1000, 3)
+
+
+def ran(result: Any, roles: tuple[str, ...]) -> list[str]:
+    """Those of ``roles`` the load ran (the OLTP tenant only where planned)."""
+    present = {info.name for info in getattr(result, "roles", None) or []}
+    return [role for role in roles if role in present]
 
 
 def bystander_stats(result: Any, role: str) -> dict[str, Any]:
@@ -82,11 +91,36 @@ def churn_series(churn: pd.DataFrame) -> pd.Series:
 
 
 def dead_series(frame: Any) -> pd.Series:
-    """The queue table's dead tuples per second (the vacuum sampler's rows)."""
-    if frame is None or len(frame) == 0 or DEAD not in frame:
+    """The churn's dead tuples per second (the vacuum sampler's rows): the queue table's, plus the
+    rotated queue's partitions' where a window sampled them."""
+    columns = [f"{table}.n_dead_tup" for table in JOB_TABLES]
+    if frame is None or len(frame) == 0 or not any(c in frame for c in columns):
         return pd.Series(dtype=float)
-    rows = frame[(frame["sampler"] == "vacuum") & frame[DEAD].notna()]
-    return pd.Series(rows[DEAD].to_numpy(dtype=float), index=np.floor(rows["t"].to_numpy()).astype(int))
+    rows = frame[frame["sampler"] == "vacuum"]
+    dead = rows[[c for c in columns if c in rows]].sum(axis=1, min_count=1)
+    kept = dead.notna()
+    return pd.Series(dead[kept].to_numpy(dtype=float), index=np.floor(rows["t"][kept].to_numpy()).astype(int))
+
+
+#: the server sampler's per-second columns a timeline carries: (record name, sampler column, scale)
+SERVER_SERIES = (("wal_mb_per_s", "wal_bytes_per_s", 1e-6), ("checkpoints", "checkpoints_timed_delta", 1.0),
+                 ("checkpoints", "checkpoints_req_delta", 1.0))
+
+
+def server_series(frame: Any) -> dict[str, pd.Series]:
+    """WAL written (MB/s) and checkpoints completed per second (timed and requested together),
+    from the server sampler's rows, indexed by second."""
+    if frame is None or len(frame) == 0 or "sampler" not in frame:
+        return {}
+    rows = frame[frame["sampler"] == "postgres"]
+    found: dict[str, pd.Series] = {}
+    for name, column, scale in SERVER_SERIES:
+        if column not in rows:
+            continue
+        values = rows[column].astype(float) * scale
+        series = pd.Series(values.to_numpy(), index=np.floor(rows["t"].to_numpy()).astype(int)).dropna()
+        found[name] = found[name].add(series, fill_value=0) if name in found else series
+    return found
 
 
 def logged_runs(measured: Any) -> list[Any]:
@@ -123,7 +157,7 @@ def maintenance_spans(measured: Any) -> tuple[list[dict[str, Any]], str]:
 
 def vacuum_cycles(spans: list[dict[str, Any]], warmup_s: float) -> int:
     """Autovacuum runs on the queue table after the warm-up (the cycles a window held)."""
-    return sum(1 for s in spans if s["table"] == QUEUE_TABLE and s["kind"] != "analyze" and s["end_s"] >= warmup_s)
+    return sum(1 for s in spans if s["table"] in JOB_TABLES and s["kind"] != "analyze" and s["end_s"] >= warmup_s)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -145,17 +179,19 @@ def alignment(series: pd.Series, spans: list[dict[str, Any]], warmup_s: float) -
 def tenant_series(measured: Any) -> dict[str, pd.Series]:
     """Per-second p99 of every tenant on [0, window) (the drain second past it left out, so the
     record's ``series`` is what the statistics used)."""
-    series = {role: bystander_series(measured.bystanders, role) for role in BYSTANDERS}
+    series = {role: bystander_series(measured.bystanders, role) for role in ran(measured.bystanders, BYSTANDERS)}
     series["churn"] = churn_series(churn_in_window(measured.churn_samples, measured.window_s))
     clipped = {role: s[np.asarray(s.index, dtype=float) < measured.window_s] for role, s in series.items()}
     return {role: s.groupby(level=0).max() for role, s in clipped.items() if len(s)}
 
 
-def compact(series: dict[str, pd.Series], dead: pd.Series, window_s: float) -> dict[str, list[Any]]:
-    """Every per-second series on one grid 0..window-1 (None where a second had no value)."""
+def compact(series: dict[str, pd.Series], dead: pd.Series, window_s: float,
+            server: dict[str, pd.Series] | None = None) -> dict[str, list[Any]]:
+    """Every per-second series on one grid 0..window-1 (None where a second had no value): each
+    tenant's p99, the queue's dead tuples, and the server's WAL and checkpoints."""
     seconds = list(range(int(np.ceil(window_s))))
     def column(s: pd.Series) -> list[Any]:
         s = s.groupby(level=0).max().reindex(seconds)
         return [None if pd.isna(v) else round(float(v), 3) for v in s]
     return {"second": seconds, **{f"{role}_p99_ms": column(s) for role, s in series.items()},
-            "dead_tuples": column(dead)}
+            "dead_tuples": column(dead), **{name: column(s) for name, s in (server or {}).items()}}

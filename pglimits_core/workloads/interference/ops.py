@@ -9,7 +9,10 @@ top 10, prepared, generic plan) or OpenSearch's (``match`` AND, BM25 top 10) ove
 queries; an answer must hold exactly min(10, the query's exact match count) documents, or the run
 fails (a wrong answer fast is not a bystander's latency). ``VectorQueryOp`` runs the vector
 study's HNSW query (pgvector ``hnsw.ef_search`` / Qdrant ``hnsw_ef``) at the profile's ``ef`` over
-the dataset's queries. Each worker walks the queries from its own offset. ``ReliableChurnOp`` is
+the dataset's queries. Each worker walks the queries from its own offset. ``OltpLookupOp`` is
+pgbench's select-only transaction (one account's balance by its primary key, a uniformly random
+account), prepared on one autocommit connection: the OLTP tenant an application keeps on the
+same Postgres, each worker's accounts drawn from its own seeded generator. ``ReliableChurnOp`` is
 one job's life on the queue study's Redis reliable queue: LPUSH one job, LMOVE one (the oldest)
 into the worker's processing list, LREM it (the ack) — the dedicated side's churn, paced by the
 harness's open loop (redis-benchmark cannot pace a rate).
@@ -99,6 +102,37 @@ class VectorQueryOp:
 
     def close(self) -> None:
         self.system.close()
+
+
+class OltpLookupOp:
+    """``SELECT abalance FROM <table> WHERE aid = $1`` for a random ``aid`` in 1..``rows``; an
+    account that is not there fails the run (the table was not loaded as planned)."""
+
+    name = "oltp"
+
+    def __init__(self, url: str, table: str, rows: int, seed: int = 0):
+        self.url, self.table, self.rows, self.seed = url, table, int(rows), int(seed)
+
+    def __repr__(self) -> str:
+        return f"OltpLookupOp({self.table}, {self.rows:,} accounts)"
+
+    def open(self) -> None:
+        import random
+
+        import psycopg
+
+        me = current_worker()
+        self.random = random.Random(self.seed * 1_000_003 + (0 if me is None else me.index))
+        self.conn = psycopg.connect(self.url, autocommit=True)
+        self.sql = f"SELECT abalance FROM {self.table} WHERE aid = %s"
+
+    def __call__(self) -> None:
+        aid = self.random.randint(1, self.rows)
+        if self.conn.execute(self.sql, (aid,), prepare=True).fetchone() is None:
+            raise WrongAnswer(f"account {aid} is not in {self.table} ({self.rows:,} planned)")
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def job_payload(job_id: str, size: int) -> bytes:

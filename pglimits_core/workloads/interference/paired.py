@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: mechanisms whose windows carry an act and run longer than the plain windows
-ACTS = ("held_xmin", "autovacuum_off", "idle_xid", "rr_query")
+from pglimits_core.workloads.interference.mechanisms import acts_mask, is_act
+
 WINDOW_P99 = "window p99"
 
 
@@ -55,7 +55,7 @@ def whole_seconds(series: pd.Series, low: float, high: float) -> pd.Series:
 
 def plain_window(rows: pd.DataFrame) -> float | None:
     """The plain windows' length (the shortest window without an act)."""
-    plain = rows[~rows.mechanism.isin(ACTS)]
+    plain = rows[~acts_mask(rows.mechanism)]
     found = pd.to_numeric((plain if not plain.empty else rows).window_s, errors="coerce").dropna()
     return None if found.empty else float(found.min())
 
@@ -79,7 +79,7 @@ def seconds_compared(run: Any, other: Any, low: float, high: float) -> tuple[pd.
 
 def pair_columns(run: Any, base: Any, plain_s: float | None) -> dict[str, Any]:
     """The run's compared value against its same-seed baseline (``base``: None when missing)."""
-    act = run.mechanism in ACTS
+    act = is_act(run.mechanism)
     high = plain_s if plain_s is not None else float(run.window_s or 0)
     if base is None:
         mine = whole_seconds(per_second(run.outcome, run.tenant), warmup_of(run), high)
@@ -103,7 +103,7 @@ def during_vs_churn(run: Any, churn: Any) -> float:
 
 
 def compared_on(mechanism: str, warmup_s: float, plain_s: float | None) -> str:
-    if mechanism not in ACTS:
+    if not is_act(mechanism):
         return WINDOW_P99
     return f"median per-second p99, seconds {warmup_s:g}-{plain_s:g}" if plain_s else "median per-second p99"
 
@@ -121,7 +121,7 @@ def with_pairs(rows: pd.DataFrame) -> pd.DataFrame:
     for _, run in rows.iterrows():
         found = pair_columns(run, baselines.get(tuple(run[k] for k in key)), plain.get(run.side))
         found["during_vs_churn"] = (during_vs_churn(run, churns.get((run.side, run.level, run.tenant, run.seed)))
-                                    if run.mechanism in ACTS else np.nan)
+                                    if is_act(run.mechanism) else np.nan)
         found["compared_on"] = compared_on(run.mechanism, warmup_of(run), plain.get(run.side))
         extra.append(found)
     return pd.concat([rows.reset_index(drop=True), pd.DataFrame(extra)], axis=1)

@@ -8,17 +8,25 @@ import pandas as pd
 
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.interference.aligned import verdict_of
+from pglimits_core.workloads.interference.evidence import BYSTANDERS
 
 HOW_TO_READ = (
     "Interference: one Postgres 16 instance, three tenants at once — a two-phase SKIP LOCKED queue churned by "
     "`pgbench -R` (each transaction enqueues, claims and acks one job: constant depth, two dead tuples per job) "
-    "and two read bystanders open loop at fixed rates (the search study's ranked FTS query, the vector study's "
-    "pgvector HNSW query at its recall-0.95 ef). Latency runs from each operation's intended start. Levels are "
-    "fractions of `queue_rate`, the jobs/s the churn sustains beside the bystanders (each window checks it: "
-    "`churn_sustained`); level 0 is the baseline (bystanders alone). A `backlog` of jobs waits in the queue "
+    "and read bystanders open loop at fixed rates (the search study's ranked FTS query, the vector study's "
+    "pgvector HNSW query at its recall-0.95 ef, and where planned an OLTP tenant: pgbench's select-only lookup by "
+    "primary key). Latency runs from each operation's intended start. Levels are fractions of the churn's own "
+    "capacity on this server, measured first in the same run (`capacity`: pgbench running the churn's script "
+    "closed loop, the bystanders idle), or of a stated `queue_rate`; each window checks the churn kept its rate "
+    "(`churn_sustained`); level 0 is the baseline (bystanders alone). A `backlog` of jobs waits in the queue "
     "during the churn (prefilled before each window), so autovacuum has real pages to scan. Mechanisms: churn "
     "(normal autovacuum), control (the same statement count on a static table: no dead tuples), held xmin (one "
-    "snapshot held, then released), autovacuum off on the queue table (then back on). Autovacuum windows come from "
+    "snapshot held, then released), autovacuum off on the queue table (then back on; with a dead-tuple target, "
+    "until the queue holds that many), the horizons production holds (`idle_xid_<s>s`: a session idle in a "
+    "transaction that took an XID; `rr_query_<s>s`: a REPEATABLE READ query running; each held s seconds, "
+    "verified in pg_stat_activity, always released), and mitigations (`<mechanism> | <mitigation>`: the same "
+    "window again with one change — the queue table's own autovacuum settings, or the server ending the holder "
+    "after a timeout). Autovacuum windows come from "
     "the server log (`log_autovacuum_min_duration = 0`), or the per-second vacuum sampler when the log is not "
     "readable (the per-second progress view misses runs shorter than a second). Every statistic drops the "
     "window's first `warmup_s` seconds. Each repetition's query schedule is seeded by seed + repetition and is the "
@@ -40,6 +48,11 @@ HOW_TO_READ = (
     "class and a note when a tenant already queued at its baseline.")
 
 CAPTIONS = {
+    "capacities": ("The capacities measured first, each alone on this server: the churn's (pgbench running its "
+                 "script — enqueue, two-phase claim, ack: one job a transaction — closed loop from the load's CPU "
+                 "set, the bystanders idle, the queue at its backlog) and each bystander given a share of its own "
+                 "(the harness closed loop); `limit`: which CPU set was saturated (server: the server's capacity; "
+                 "load: a floor). The churn levels and those bystanders' rates are fractions of `capacity_per_s`"),
     "inflation": ("p99 per tenant vs the same side's baseline run of the same seed (the same query schedule): median "
                   "over repetitions (min–max), the paired ratios per repetition and the per-second paired "
                   "differences. `p99_ms` / `baseline_p99_ms`: the window p99 on every row. `compared_on`: a plain "
@@ -53,7 +66,7 @@ CAPTIONS = {
                   "leaves out the seconds containing the act's start and its end: at the end the RESET or release, "
                   "the dead-tuple peak and the debt-paying vacuum coincide, and held xmin's act-end second spikes "
                   "without any vacuum, so an edge second cannot be attributed to the vacuum run"),
-    "stalls": ("Held xmin and autovacuum off: before, during, after the act (edges at the act's exact start and end; "
+    "stalls": ("Held xmin, autovacuum off and the holds: before, during, after the act (edges at the act's exact start and end; "
                "job = the churn's enqueue+claim+ack transaction), and the next autovacuum of the queue table after "
                "the act: how long after the act's end it started, its elapsed time and the tuples it removed; per "
                "stretch, the median buffer hits per second and the queue's vacuums that started in it (tuples "
@@ -76,14 +89,27 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     if table.empty:
         return ["- Interference: not measured in these records."]
     alignment = tables.get("alignment", pd.DataFrame())
-    churned = table[(table.mechanism == "churn") & table.tenant.isin(["fts", "vector"]) &
+    churned = table[(table.mechanism == "churn") & table.tenant.isin(BYSTANDERS) &
                     (table.get("side", "postgres") == "postgres")]
     lines = [f"- Interference ({row.tenant}, churn level {row.level:g}): p99 {row.p99_ms} ms vs "
              f"{row.baseline_p99_ms} ms alone (paired by seed: x{row.paired_ratios}; {row.cycles_note}; "
              f"{bound_note(row)}); {tested(verdict_of(alignment, 'churn', row.level, row.tenant))}"
              for row in churned.itertuples()]
-    return ([links, ""] + lines + alignment_lines(alignment) + act_lines(tables.get("stalls", pd.DataFrame()))
+    return ([links, ""] + capacity_lines(tables.get("capacities", pd.DataFrame())) + lines + alignment_lines(alignment) + act_lines(tables.get("stalls", pd.DataFrame()))
             + split_lines(tables.get("sides", pd.DataFrame())))
+
+
+def capacity_lines(capacity: pd.DataFrame) -> list[str]:
+    """The capacities measured first, which the churn levels and shared bystander rates are
+    fractions of (none where every rate was stated)."""
+    done = capacity[capacity.status == "complete"] if "status" in capacity else capacity
+    lines = []
+    for row in done.itertuples():
+        limit = {"server": "the server's core saturated", "load": "the load's core saturated first: a floor"}.get(
+            row.limit, f"limit: {row.limit}")
+        lines.append(f"- Interference capacity of the {row.capacity_of}, alone: {row.capacity_per_s:,.0f} {row.unit} "
+                     f"(closed loop, {row.clients} clients, {row.capacity_s:g} s; {limit})")
+    return lines
 
 
 def tested(verdict: str | None) -> str:
@@ -207,7 +233,7 @@ def split_lines(sides: pd.DataFrame) -> list[str]:
     """Per bystander and level: Postgres vs dedicated inflation, the reading and what makes the sides unlike."""
     if sides.empty or "reading" not in sides:
         return []
-    rows = sides[sides.tenant.isin(["fts", "vector"])]
+    rows = sides[sides.tenant.isin(BYSTANDERS)]
     return [f"- Interference split ({row.tenant}, churn level {row.level:g}): Postgres {ratio(row, 'postgres')} vs "
             f"dedicated {ratio(row, 'dedicated')}: {row.reading}; churn durability {klass(row.postgres_durability)} vs "
             f"{klass(row.dedicated_durability)}; caveats: {row.caveat}"

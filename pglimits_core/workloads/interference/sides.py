@@ -44,8 +44,8 @@ FLUSHING_COMMITS = ("on", "remote_write", "remote_apply", "local")
 def durability_class(side: str, servers: dict[str, Any]) -> str:
     """The churn's durability class from the settings the record carries (per_commit, periodic,
     none), or "not recorded"."""
-    if side == "postgres":
-        settings = (servers.get("postgres") or {}).get("settings") or {}
+    if side in ("postgres", "split"):
+        settings = (servers.get("postgres_queue" if side == "split" else "postgres") or {}).get("settings") or {}
         if "fsync" not in settings:
             return "not recorded"
         if settings["fsync"] != "on":

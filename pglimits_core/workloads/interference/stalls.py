@@ -14,8 +14,7 @@ from typing import Any
 import pandas as pd
 
 from pglimits_core.workloads.interference import paired
-from pglimits_core.workloads.interference.churn import QUEUE_TABLE
-from pglimits_core.workloads.interference.evidence import BYSTANDERS, DEAD
+from pglimits_core.workloads.interference.evidence import BYSTANDERS, JOB_TABLES
 from pglimits_core.workloads.interference.stretches import (
     STRETCHES,
     after_act_vacuum,
@@ -37,7 +36,8 @@ def samplers_of(path: Any) -> pd.DataFrame | None:
         frame = pd.read_parquet(found)
     except (OSError, ValueError):
         return None
-    return frame[[c for c in ("sampler", "t", DEAD, HITS) if c in frame]]
+    kept = ("sampler", "t", HITS, *(f"{table}.n_dead_tup" for table in JOB_TABLES))
+    return frame[[c for c in kept if c in frame]]
 
 
 def recorded_jobs(stretch: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +54,7 @@ def mechanism_evidence(frame: pd.DataFrame | None, vacuums: list[dict[str, Any]]
     if frame is not None and HITS in frame:
         rows = frame[(frame["sampler"] == "postgres") & (frame["t"] >= low) & (frame["t"] < high)][HITS].dropna()
         hits = round(float(rows.median()), 1) if len(rows) else None
-    here = [v for v in vacuums if v.get("table") == QUEUE_TABLE and v.get("kind", "vacuum") == "vacuum"
+    here = [v for v in vacuums if v.get("table") in JOB_TABLES and v.get("kind", "vacuum") == "vacuum"
             and v.get("start_s") is not None and low <= v["start_s"] < high]
     return {"buffer_hits_per_s_median": hits, "vacuums_started": len(here),
             "vacuum_tuples_removed": _total(here, "tuples_removed"),

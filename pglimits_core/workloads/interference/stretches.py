@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pglimits_core.workloads.interference.churn import QUEUE_TABLE
 from pglimits_core.workloads.interference.evidence import (
     BYSTANDERS,
-    DEAD,
+    JOB_TABLES,
     churn_in_window,
     log_entries,
     sample_stats,
@@ -47,11 +46,15 @@ def whole_seconds(series: pd.Series, low: float, high: float) -> pd.Series:
 
 
 def dead_samples(frame: Any) -> pd.Series:
-    """The queue table's dead tuples indexed by each reading's exact time (s on the window's axis)."""
-    if frame is None or len(frame) == 0 or DEAD not in frame:
+    """The churn's dead tuples (the queue table's, plus the rotated queue's partitions' where a
+    window sampled them) indexed by each reading's exact time (s on the window's axis)."""
+    columns = [f"{table}.n_dead_tup" for table in JOB_TABLES]
+    if frame is None or len(frame) == 0 or not any(c in frame for c in columns):
         return pd.Series(dtype=float)
-    rows = frame[(frame["sampler"] == "vacuum") & frame[DEAD].notna()]
-    return pd.Series(rows[DEAD].to_numpy(dtype=float), index=rows["t"].to_numpy(dtype=float))
+    rows = frame[frame["sampler"] == "vacuum"]
+    dead = rows[[c for c in columns if c in rows]].sum(axis=1, min_count=1)
+    kept = dead.notna()
+    return pd.Series(dead[kept].to_numpy(dtype=float), index=rows["t"][kept].to_numpy(dtype=float))
 
 
 def _round(value: Any) -> Any:
@@ -81,7 +84,7 @@ def job_values(jobs: pd.DataFrame, low: float, high: float) -> dict[str, Any]:
 def after_act_vacuum(entries: list[dict[str, Any]], act_end_s: float) -> dict[str, Any]:
     """The first autovacuum of the queue table that started after the act: how long after the act's
     end it started, how long it ran and what it removed (None where not known)."""
-    after = sorted((e for e in entries if e.get("table") == QUEUE_TABLE and e.get("kind", "vacuum") == "vacuum"
+    after = sorted((e for e in entries if e.get("table") in JOB_TABLES and e.get("kind", "vacuum") == "vacuum"
                     and e.get("start_s") is not None and e["start_s"] >= act_end_s), key=lambda e: e["start_s"])
     if not after:
         return {"next_autovacuum_after_act_s": None, "that_vacuum_elapsed_s": None,

@@ -28,14 +28,19 @@ import numpy as np
 import pandas as pd
 
 from pglimits_core.workloads.interference import aligned, paired
-from pglimits_core.workloads.interference.churn import QUEUE_TABLE
+from pglimits_core.workloads.interference.churn_capacity import (
+    CAPACITY,
+    capacity_row,
+    capacity_table,
+)
+from pglimits_core.workloads.interference.evidence import JOB_TABLES
+from pglimits_core.workloads.interference.mechanisms import is_act, order_column
 from pglimits_core.workloads.interference.plan import SIDES
 from pglimits_core.workloads.interference.points import LOG_FILE, SUSTAINED_SHARE
 from pglimits_core.workloads.interference.sides import durability_class
 from pglimits_core.workloads.interference.stalls import run_stretches
 
-TENANTS = ("fts", "vector", "churn")
-ORDER = aligned.ORDER  # mechanisms in reading order (one list, the alignment table's)
+TENANTS = ("fts", "vector", "oltp", "churn")
 
 
 def run_row(record: dict[str, Any]) -> dict[str, Any]:
@@ -46,6 +51,7 @@ def run_row(record: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": manifest["run_id"], "status": manifest.get("status"), "error": manifest.get("error"),
             "side": params.get("side") or "postgres", "backlog": params.get("backlog", params.get("queue_depth")),
             "mechanism": params.get("mechanism"), "level": params.get("level"), "churn_rate": params.get("churn_rate"),
+            "churn_base": (params.get("churn_base") or {}).get("source", "stated"),
             "repetition": params.get("repetition"), "window_s": params.get("window_s"),
             "min_cycles": params.get("min_cycles"), "cycles": vacuum.get("cycles"),
             "windows_source": vacuum.get("windows_source"), "jobs_per_s": (outcome.get("churn") or {}).get("jobs_per_s"),
@@ -73,7 +79,7 @@ def removing_cycles(entries: list[dict[str, Any]] | None, params: dict[str, Any]
     if entries is None:
         return None
     warmup = float(params.get("warmup_s") or 0.0)
-    return sum(1 for e in entries if e.get("table") == QUEUE_TABLE and e.get("kind") == "vacuum"
+    return sum(1 for e in entries if e.get("table") in JOB_TABLES and e.get("kind") == "vacuum"
                and (e.get("end_s") or 0) >= warmup and (e.get("tuples_removed") or 0) > 0)
 
 
@@ -105,6 +111,9 @@ def interference_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per run × tenant (the tenant's p50/p99/max over the window and its alignment)."""
     rows = []
     for record in records:
+        if (capacity := capacity_row(record)) is not None:
+            rows.append(capacity)
+            continue
         base = run_row(record)
         outcome = base["outcome"]
         params = record["manifest"].get("params", {})
@@ -125,7 +134,7 @@ def interference_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 #: the record parameter holding each tenant's offered rate
-OFFERED = {"fts": "fts_rate", "vector": "vector_rate", "churn": "churn_rate"}
+OFFERED = {"fts": "fts_rate", "vector": "vector_rate", "oltp": "oltp_rate", "churn": "churn_rate"}
 
 
 def per_second(count: Any, seconds: Any) -> float | None:
@@ -143,9 +152,10 @@ def kept_up(rows: pd.DataFrame) -> bool | None:
 
 
 def _done(frame: pd.DataFrame) -> pd.DataFrame:
+    """The complete windows (the churn's capacity run is not a window)."""
     if frame.empty or "tenant" not in frame:
         return pd.DataFrame()
-    return frame[frame.status == "complete"]
+    return frame[(frame.status == "complete") & (frame.mechanism != CAPACITY)]
 
 
 def spread(values: pd.Series, digits: int = 2) -> str:
@@ -177,7 +187,7 @@ def cycles_note(rows: pd.DataFrame) -> str:
 
 def removing_counted(rows: pd.DataFrame) -> bool:
     """An act's windows count the vacuums that removed tuples (when their log is kept)."""
-    return bool(rows.mechanism.iloc[0] in paired.ACTS and "removing_cycles" in rows
+    return bool(is_act(rows.mechanism.iloc[0]) and "removing_cycles" in rows
                 and rows.removing_cycles.notna().all())
 
 
@@ -285,6 +295,7 @@ def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (side, mechanism, level, tenant), group in rows.groupby(["side", "mechanism", "level", "tenant"], sort=False):
         out.append({"side": side, "mechanism": mechanism, "level": level, "churn_rate": group.churn_rate.iloc[0],
+                    "churn_base": group.churn_base.iloc[0],
                     "backlog": group.backlog.iloc[0], "tenant": tenant, "runs": len(group), **paired_columns(group, base_window),
                     "service_p99_ms": spread(group.service_p99_ms), "lag_p99_ms": spread(group.lag_p99_ms),
                     "max_ms": spread(group.max_ms), "achieved_per_s": spread(group.achieved_per_s, 1),
@@ -301,7 +312,7 @@ def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _order(column: pd.Series) -> pd.Series:
     if column.name == "mechanism":
-        return column.map(ORDER).fillna(9)
+        return order_column(column)
     if column.name == "tenant":
         return column.map({t: i for i, t in enumerate(TENANTS)}).fillna(9)
     if column.name == "side":
@@ -360,7 +371,8 @@ def timeline_table(frame: pd.DataFrame) -> pd.DataFrame:
             out.append({"mechanism": run.mechanism, "level": run.level, "repetition": run.repetition,
                         "second": second, **{f"{t}_p99_ms": (series.get(f"{t}_p99_ms") or [None] * (i + 1))[i]
                                              for t in TENANTS},
-                        "dead_tuples": (series.get("dead_tuples") or [None] * (i + 1))[i],
+                        **{name: (series.get(name) or [None] * (i + 1))[i]
+                           for name in ("dead_tuples", "wal_mb_per_s", "checkpoints")},
                         "in_vacuum": any(start <= second + 1 and end > second for start, end in windows),
                         "vacuum_windows": windows, **act_span(run.outcome)})
     table = pd.DataFrame(out)
@@ -378,5 +390,5 @@ def sides_table(frame: pd.DataFrame | None = None) -> pd.DataFrame:
 
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {"inflation": inflation_table(frame), "alignment": alignment_table(frame), "stalls": stalls_table(frame),
+    return {"capacities": capacity_table(frame), "inflation": inflation_table(frame), "alignment": alignment_table(frame), "stalls": stalls_table(frame),
             "timeline": timeline_table(frame), "sides": sides_table(frame)}

@@ -7,6 +7,11 @@ own load and index steps, unless the server already holds them (each adapter kno
 to all, fresh statistics, so no run inherits a load's dead tuples or unfrozen XIDs and autovacuum
 has nothing to do on them — the only vacuum work during a window is the churn's. Each run records
 ``age(relfrozenxid)`` of every table it touches (how far each is from its last freeze).
+
+The OLTP tenant's table (``oltp_rows`` > 0) is pgbench's ``pgbench_accounts`` under its own name:
+``aid`` the primary key, ``bid`` (100,000 accounts a branch), ``abalance`` 0, an 84-character
+filler, so a row is the size pgbench's is; loaded once by ``generate_series`` and frozen with the
+others.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pglimits_core.datasets.store import (
 )
 from pglimits_core.datasets.vectors import VectorSpec
 from pglimits_core.errors import PGLimitsError
+from pglimits_core.workloads.interference.start_state import flush_statistics
 from pglimits_core.workloads.search.systems.postgres import TABLE as FTS_TABLE
 from pglimits_core.workloads.search.systems.registry import make_system as make_search_system
 from pglimits_core.workloads.vectors.systems.base import Index, index_tag
@@ -45,6 +51,8 @@ class Data:
     vectors: VectorSpec
     m: int = 16
     ef_construction: int = 64
+    #: accounts in the OLTP tenant's table (0: no OLTP tenant)
+    oltp_rows: int = 0
 
     @property
     def index(self) -> Index:
@@ -53,7 +61,8 @@ class Data:
     def params(self) -> dict[str, Any]:
         return {"corpus": dataset_id(self.corpus), "documents": self.corpus.documents,
                 "vectors": dataset_id(self.vectors), "vector_count": self.vectors.count,
-                "m": self.m, "ef_construction": self.ef_construction}
+                "m": self.m, "ef_construction": self.ef_construction,
+                **({"oltp_rows": self.oltp_rows} if self.oltp_rows else {})}
 
 
 @functools.cache
@@ -106,9 +115,29 @@ def load_vectors_into(endpoint: Any, data: Data, system: str = "pgvector") -> bo
     return True
 
 
-def freeze(conn) -> None:
+OLTP_TABLE = "oltp_accounts"
+#: pgbench's accounts per branch
+ACCOUNTS_PER_BRANCH = 100_000
+OLTP_SCHEMA_SQL = (f"CREATE TABLE IF NOT EXISTS {OLTP_TABLE} (aid integer PRIMARY KEY, bid integer NOT NULL, "
+                   "abalance integer NOT NULL, filler character(84))")
+OLTP_FILL_SQL = (f"INSERT INTO {OLTP_TABLE} (aid, bid, abalance, filler) "
+                 f"SELECT g, (g - 1) / {ACCOUNTS_PER_BRANCH} + 1, 0, '' FROM generate_series(1, %s) AS g")
+
+
+def load_oltp_into(conn, rows: int) -> bool:
+    """The OLTP tenant's accounts 1..``rows``, unless the table holds exactly them; True when loaded."""
+    conn.execute(OLTP_SCHEMA_SQL)
+    count, top = conn.execute(f"SELECT count(*), coalesce(max(aid), 0) FROM {OLTP_TABLE}").fetchone()
+    if count == rows and top == rows:
+        return False
+    conn.execute(f"TRUNCATE {OLTP_TABLE}")
+    conn.execute(OLTP_FILL_SQL, (int(rows),))
+    return True
+
+
+def freeze(conn, data: Data) -> None:
     """Every bystander row frozen and all-visible, statistics fresh."""
-    for table in (FTS_TABLE, VECTOR_TABLE):
+    for table in bystander_tables(data):
         conn.execute(f"VACUUM (FREEZE, ANALYZE) {table}")
 
 
@@ -119,8 +148,9 @@ def frozen_ages(conn, tables: list[str]) -> dict[str, int]:
     return {name: int(age) for name, age in rows}
 
 
-def bystander_tables() -> list[str]:
-    return [FTS_TABLE, VECTOR_TABLE]
+def bystander_tables(data: Data | None = None) -> list[str]:
+    """The bystanders' tables (the OLTP tenant's where ``data`` has one)."""
+    return [FTS_TABLE, VECTOR_TABLE, *([OLTP_TABLE] if data is not None and data.oltp_rows else [])]
 
 
 _READY: set[tuple[str, Data]] = set()
@@ -134,6 +164,10 @@ def ready(url: str, endpoint: Any, data: Data) -> dict[str, Any]:
         return {}
     loaded = {"corpus_loaded": load_corpus_into(url, data), "vectors_built": load_vectors_into(endpoint, data)}
     with psycopg.connect(url, autocommit=True) as conn:
-        freeze(conn)
+        if data.oltp_rows:
+            loaded["oltp_loaded"] = load_oltp_into(conn, data.oltp_rows)
+        # a load's pending insert counters land before the VACUUM resets them (``start_state``)
+        flush_statistics(conn)
+        freeze(conn, data)
     _READY.add((url, data))
     return loaded

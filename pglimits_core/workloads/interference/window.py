@@ -93,10 +93,10 @@ class WarmedLoad(BackgroundLoad):
         return ran
 
 
-def log_tail(ctx: Any) -> ServerLogTail | None:
-    """The project server's log from now on (None for a server whose log is not ours to read)."""
+def log_tail(ctx: Any, server: str = SERVER) -> ServerLogTail | None:
+    """A project server's log from now on (None for a server whose log is not ours to read)."""
     try:
-        return ServerLogTail(server_log_path(ctx.servers.get(SERVER) or ctx.endpoints[SERVER]))
+        return ServerLogTail(server_log_path(ctx.servers.get(server) or ctx.endpoints[server]))
     except (KeyError, AttributeError, OSError):
         return None
 
@@ -123,18 +123,21 @@ def sleep_until(deadline: float) -> None:
 
 def measure_window(ctx: Any, roles: list[Role], churn: Churn | None, window_s: float, seed: int,
                    tables: list[str], act: Callable[[float], dict[str, float]] | None = None,
-                   warmup_s: float = 0.0) -> Measured:
+                   warmup_s: float = 0.0, queue_server: str = SERVER) -> Measured:
     """Run every tenant for ``window_s`` (its first ``warmup_s`` a phase of their own);
     ``act(origin_monotonic)`` does the mechanism's act at its seconds and returns when they
-    happened (seconds from t = 0)."""
-    endpoint = ctx.endpoints[SERVER]
-    tail = log_tail(ctx)
+    happened (seconds from t = 0). ``queue_server``: where the churn runs (the split side's own
+    instance; its vacuums, dead tuples and log are the ones watched, and its processes count as
+    the server's beside the bystanders' instance)."""
+    endpoint, queue = ctx.endpoints[SERVER], ctx.endpoints[queue_server]
+    tail = log_tail(ctx, queue_server)
     with tempfile.TemporaryDirectory(prefix="interference-") as scratch:
         process = ToolProcess(Path(scratch))
-        sampler_list = [*samplers_for(SERVER, endpoint, tables, lambda: active_worker_pids() + process.pids()),
-                        VacuumSampler(endpoint.url, tables=tables)]
+        sampler_list = [*samplers_for(SERVER, _both(endpoint, queue), tables,
+                                      lambda: active_worker_pids() + process.pids()),
+                        VacuumSampler(queue.url, tables=tables)]
         with SamplerSet(sampler_list) as samplers:
-            measured = _run_tenants(endpoint.url, roles, churn, (window_s, warmup_s), seed, process, act)
+            measured = _run_tenants(queue.url, roles, churn, (window_s, warmup_s), seed, process, act)
         sampler_start = samplers.threads[0].start_time if samplers.threads else measured.origin_monotonic
         measured.frame = shifted(samplers.dataframe(), sampler_start - measured.origin_monotonic)
         measured.sampler_errors = samplers.errors()
@@ -143,6 +146,13 @@ def measure_window(ctx: Any, roles: list[Role], churn: Churn | None, window_s: f
             measured.churn_samples = on_axis(samples, measured.origin_epoch_s)
     measured.log_text, measured.log_readable = (tail.read(), True) if tail is not None else ("", False)
     return measured
+
+
+def _both(endpoint: Any, queue: Any) -> Any:
+    """The bystanders' endpoint, its pids joined by the queue instance's when that is another."""
+    if queue is endpoint:
+        return endpoint
+    return replace(endpoint, pids=(*endpoint.pids, *queue.pids))
 
 
 def _run_tenants(url: str, roles: list[Role], churn: Churn | None, span: tuple[float, float], seed: int,

@@ -1,0 +1,235 @@
+"""Co-location cells: how much queue churn one Postgres carries beside each bystander.
+
+Per bystander and side, the churn levels are read in ascending order, each from the ``inflation``
+table's row (the same side's baseline of the same seed, every repetition):
+
+- ``held``: the churn kept its rate, the bystander kept its own, and its p99 stayed within
+  ``sides.BAND`` of its baseline in every repetition;
+- ``missed``: the churn and the bystander kept their rates and the p99 left the band in every
+  repetition;
+- ``straddles`` (some repetitions inside, some above), ``churn not sustained`` or ``tenant fell
+  behind``: the level cannot be read.
+
+A side *carries* the highest level up to which every level is held; the level after it is where it
+stops, and why. The cell then reads: Postgres held at every level it ran -> Postgres suffices up
+to the highest (the figure is a floor: no level above it was run); Postgres missed at a level the
+dedicated side held at the same jobs/s or higher -> dedicated wins beyond what Postgres carries;
+otherwise not decided, and why (an unreadable level, or no dedicated level at or above Postgres's
+miss). The levels are shares of the churn's own capacity measured in the run (or of a stated
+rate: the record says which), so the cell also gives the jobs/s.
+
+The holds get cells of their own (``hold_cells``): per bystander and kind of hold, the longest
+hold through which the bystander's median per-second p99 during the hold stays within the band
+of its median over the same window's seconds before it (the same churn, the same seed), every
+repetition. The dedicated side has no MVCC horizon a session could hold, so these cells compare
+Postgres with itself: they are never decided against the dedicated side, and say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.analysis.decision import DEDICATED_WINS, NOT_DECIDED, POSTGRES_MEETS, Cell
+from pglimits_core.analysis.verdict import Side
+from pglimits_core.workloads.interference.mechanisms import (
+    hold_seconds,
+    is_hold,
+    kind_of,
+    split_mitigation,
+)
+from pglimits_core.workloads.interference.sides import BAND, inflated
+
+HELD, MISSED = "held", "missed"
+TENANTS = {"fts": "full-text search", "vector": "vector search", "oltp": "point lookups (OLTP)"}
+TARGET = (f"bystander p99 within ×{BAND:g} of its own baseline in every repetition, the churn and the "
+          "bystander at their offered rates")
+SIDE_NAMES = {"postgres": "postgres (one server)", "dedicated": "dedicated engines"}
+
+
+@dataclass(frozen=True)
+class Level:
+    level: float
+    jobs_per_s: float | None
+    state: str
+    #: what the level is a share of: the churn's capacity measured in the run, or a stated rate
+    base: str = "measured"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What one side carries: the highest level held from the bottom, and where it stopped."""
+
+    held: Level | None
+    stopped: Level | None
+    levels: tuple[Level, ...]
+
+
+def level_state(row: Any) -> str:
+    if row.get("churn_sustained") is False:
+        return "churn not sustained"
+    if row.get("kept_up") is False:
+        return "tenant fell behind its offered rate"
+    state = inflated(row.get("ratio_min"), row.get("ratio_max"))
+    return {True: MISSED, False: HELD}.get(state, "straddles the band")
+
+
+def carried(inflation: pd.DataFrame, side: str, tenant: str) -> Carried:
+    """The side's churn levels for ``tenant``, ascending, and how far it carries."""
+    if inflation.empty or not {"side", "mechanism", "tenant", "level"} <= set(inflation):
+        return Carried(None, None, ())
+    rows = inflation[(inflation.side == side) & (inflation.mechanism == "churn") & (inflation.tenant == tenant)]
+    levels = tuple(Level(float(r["level"]), _number(r.get("churn_rate")), level_state(r), r.get("churn_base", "measured"))
+                   for _, r in rows.sort_values("level").iterrows())
+    held = None
+    for found in levels:
+        if found.state != HELD:
+            return Carried(held, found, levels)
+        held = found
+    return Carried(held, None, levels)
+
+
+def _number(value: Any) -> float | None:
+    value = pd.to_numeric(value, errors="coerce")
+    return None if pd.isna(value) else float(value)
+
+
+def said(found: Level | None) -> str:
+    if found is None:
+        return "no level"
+    rate = f" ({found.jobs_per_s:,.0f} jobs/s)" if found.jobs_per_s is not None else ""
+    of = "the churn's capacity" if found.base == "measured" else "a stated rate"
+    return f"{found.level:.0%} of {of}{rate}"
+
+
+def figure(side: Carried) -> str:
+    if not side.levels:
+        return "not measured"
+    text = f"holds up to {said(side.held)}" if side.held else "holds at no churn level run"
+    if side.stopped is not None:
+        text += f"; {side.stopped.state} at {said(side.stopped)}"
+    else:
+        text += " (the highest level run)"
+    return text
+
+
+def outcome(postgres: Carried, dedicated: Carried) -> str:
+    """The cell's verdict (module docstring)."""
+    if not postgres.levels:
+        return f"{NOT_DECIDED}: Postgres not measured"
+    stop = postgres.stopped
+    if stop is None:
+        return POSTGRES_MEETS
+    if stop.state != MISSED:
+        return f"{NOT_DECIDED}: Postgres {stop.state} at {said(stop)}"
+    beyond = [lv for lv in dedicated.levels if lv.level >= stop.level]
+    first = next((lv for lv in beyond if lv.state == HELD), None)
+    if first is not None and all(lv.state == HELD for lv in dedicated.levels if lv.level <= first.level):
+        return DEDICATED_WINS
+    if not beyond:
+        return f"{NOT_DECIDED}: the dedicated side ran no level at or above {stop.level:.0%}"
+    return f"{NOT_DECIDED}: the dedicated side did not hold at {stop.level:.0%} or above either"
+
+
+def _side(name: str, side: Carried) -> Side | None:
+    """The share carried, as a higher-is-better figure (the rule reads ``outcome``)."""
+    return None if not side.levels else Side(SIDE_NAMES[name], side.held.level if side.held else 0.0)
+
+
+def compared_seconds(inflation: pd.DataFrame, tenant: str) -> float | None:
+    """The fewest seconds any churn row of ``tenant`` compared per repetition ("22/34 · 29/34")."""
+    import re
+
+    rows = inflation[(inflation.mechanism == "churn") & (inflation.tenant == tenant)]
+    counts = [int(n) for text in rows.get("seconds_higher", pd.Series(dtype=str)).astype(str)
+              for n in re.findall(r"/(\d+)", text)]
+    return float(min(counts)) if counts else None
+
+
+def colocation_cells(inflation: pd.DataFrame | None) -> list[Cell]:
+    """One cell per bystander the Postgres side ran churn levels beside."""
+    if inflation is None or inflation.empty or not {"side", "mechanism", "tenant", "level"} <= set(inflation):
+        return []
+    cells = []
+    for tenant, name in TENANTS.items():
+        postgres, dedicated = carried(inflation, "postgres", tenant), carried(inflation, "dedicated", tenant)
+        if not postgres.levels:
+            continue
+        split = carried(inflation, "split", tenant)
+        shown = figure(postgres) + (f"; with the queue on its own instance: {figure(split)}" if split.levels else "")
+        cells.append(Cell("interference", f"co-location: {name} beside the queue's churn, how much churn",
+                          TARGET, _side("postgres", postgres), _side("dedicated", dedicated), "inflation",
+                          figures=(shown, figure(dedicated)), outcome=outcome(postgres, dedicated),
+                          window_s=compared_seconds(inflation, tenant)))
+    return cells
+
+
+HOLD_KINDS = {"idle_xid": "a session idle in a transaction that took an XID",
+              "rr_query": "a REPEATABLE READ query running"}
+NO_HORIZON = "the dedicated side has no MVCC horizon to hold (the hold is Postgres against itself)"
+
+
+def hold_ratios(stalls: pd.DataFrame, mechanism: str, tenant: str) -> pd.Series:
+    """Per repetition, the tenant's median per-second p99 during the hold over before it."""
+    column = f"{tenant}_p99_ms_median_s"
+    rows = stalls[stalls.mechanism == mechanism]
+    if column not in rows:
+        return pd.Series(dtype=float)
+    by = rows.pivot_table(index="repetition", columns="stretch", values=column, aggfunc="first")
+    if not {"before", "during"} <= set(by):
+        return pd.Series(dtype=float)
+    return (by["during"] / by["before"]).where(by["before"] > 0).dropna()
+
+
+def hold_levels(stalls: pd.DataFrame, kind: str, tenant: str) -> list[tuple[float, str, pd.Series]]:
+    """(length s, state, ratios) per plain hold of ``kind``, shortest first (mitigated ones apart)."""
+    found = []
+    names = sorted({m for m in stalls.mechanism.dropna().unique() if is_hold(m) and kind_of(m) == kind
+                    and split_mitigation(m)[1] is None and hold_seconds(m)}, key=hold_seconds)
+    for name in names:
+        ratios = hold_ratios(stalls, name, tenant)
+        state = ("not measured" if ratios.empty else
+                 {True: MISSED, False: HELD}.get(inflated(ratios.min(), ratios.max()), "straddles the band"))
+        found.append((hold_seconds(name), state, ratios))
+    return found
+
+
+def held_through(levels: list[tuple[float, str, pd.Series]]) -> float:
+    """The longest hold of the lengths held from the shortest up (0: the shortest was not held)."""
+    longest = 0.0
+    for seconds, state, _ in levels:
+        if state != HELD:
+            break
+        longest = seconds
+    return longest
+
+
+def hold_figure(levels: list[tuple[float, str, pd.Series]]) -> str:
+    longest = held_through(levels)
+    text = f"holds through {longest:g} s" if longest else "holds through no hold run"
+    stop = next(((s, state, r) for s, state, r in levels if state != HELD), None)
+    if stop is not None:
+        ratios = " / ".join(f"{v:.2f}" for v in stop[2]) or "—"
+        text += f"; {stop[1]} at {stop[0]:g} s (during ÷ before ×{ratios})"
+    return text
+
+
+def hold_cells(stalls: pd.DataFrame | None) -> list[Cell]:
+    """One cell per bystander and kind of hold the records hold."""
+    if stalls is None or stalls.empty or "mechanism" not in stalls:
+        return []
+    cells = []
+    for kind, said_as in HOLD_KINDS.items():
+        for tenant, name in TENANTS.items():
+            levels = hold_levels(stalls, kind, tenant)
+            if all(state == "not measured" for _, state, _ in levels):
+                continue
+            longest = held_through(levels)
+            cells.append(Cell("interference", f"co-location: {name} beside the churn while {said_as}, how long",
+                              f"bystander median per-second p99 during the hold within ×{BAND:g} of before it",
+                              Side(SIDE_NAMES["postgres"], longest), None, "stalls",
+                              figures=(hold_figure(levels), "—"), missing=NO_HORIZON,
+                              outcome=f"{NOT_DECIDED}: {NO_HORIZON}; {hold_figure(levels)}"))
+    return cells

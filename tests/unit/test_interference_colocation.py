@@ -1,0 +1,108 @@
+"""The co-location cells: how much churn (a share of its capacity) one Postgres carries beside a
+bystander, where it stops and why, and when the dedicated side decides the cell — on canned
+inflation rows (the rows come from real windows in the committed records and the notebook tests)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pglimits_core.analysis.decision import DEDICATED_WINS, NOT_DECIDED, POSTGRES_MEETS
+from pglimits_core.workloads.interference.colocation import (
+    HELD,
+    MISSED,
+    carried,
+    colocation_cells,
+    outcome,
+)
+
+
+def row(side, level, low, high, tenant="fts", sustained=True, kept_up=True, capacity=1000.0):
+    return {"side": side, "mechanism": "churn", "level": level, "churn_rate": level * capacity, "tenant": tenant,
+            "ratio_min": low, "ratio_max": high, "churn_sustained": sustained, "kept_up": kept_up,
+            "seconds_higher": "20/58 · 31/58 · 12/58"}
+
+
+def frame(*rows):
+    return pd.DataFrame(list(rows))
+
+
+def test_a_side_carries_every_level_held_from_the_bottom_and_says_where_it_stopped():
+    found = carried(frame(row("postgres", 0.75, 1.4, 1.6), row("postgres", 0.25, 1.0, 1.1),
+                          row("postgres", 0.5, 1.1, 1.2)), "postgres", "fts")
+    assert [lv.level for lv in found.levels] == [0.25, 0.5, 0.75]
+    assert found.held.level == 0.5 and found.stopped.level == 0.75 and found.stopped.state == MISSED
+    assert [lv.state for lv in found.levels] == [HELD, HELD, MISSED]
+
+
+def test_a_level_that_cannot_be_read_stops_the_reading_and_names_why():
+    straddling = carried(frame(row("postgres", 0.25, 1.1, 1.3)), "postgres", "fts")
+    assert straddling.held is None and straddling.stopped.state == "straddles the band"
+    assert outcome(straddling, carried(frame(), "dedicated", "fts")).startswith(f"{NOT_DECIDED}: Postgres straddles")
+    behind = carried(frame(row("postgres", 0.25, 1.0, 1.0, sustained=False)), "postgres", "fts")
+    assert behind.stopped.state == "churn not sustained"
+    slow = carried(frame(row("postgres", 0.25, 1.0, 1.0, kept_up=False)), "postgres", "fts")
+    assert slow.stopped.state == "tenant fell behind its offered rate"
+
+
+def test_postgres_holding_every_level_suffices_and_a_miss_the_dedicated_side_holds_is_its_win():
+    every = frame(row("postgres", 0.25, 1.0, 1.1), row("postgres", 0.75, 1.1, 1.2))
+    assert outcome(carried(every, "postgres", "fts"), carried(every, "dedicated", "fts")) == POSTGRES_MEETS
+    both = frame(row("postgres", 0.5, 1.0, 1.1), row("postgres", 0.75, 1.5, 2.0),
+                 row("dedicated", 0.5, 1.0, 1.0), row("dedicated", 0.75, 1.0, 1.2))
+    assert outcome(carried(both, "postgres", "fts"), carried(both, "dedicated", "fts")) == DEDICATED_WINS
+    unmeasured = frame(row("postgres", 0.5, 1.0, 1.1), row("postgres", 0.75, 1.5, 2.0), row("dedicated", 0.5, 1.0, 1.0))
+    assert outcome(carried(unmeasured, "postgres", "fts"), carried(unmeasured, "dedicated", "fts")) == (
+        f"{NOT_DECIDED}: the dedicated side ran no level at or above 75%")
+    moved = frame(row("postgres", 0.75, 1.5, 2.0), row("dedicated", 0.75, 1.3, 1.4))
+    assert "did not hold at 75% or above either" in outcome(carried(moved, "postgres", "fts"),
+                                                            carried(moved, "dedicated", "fts"))
+
+
+def test_one_cell_per_bystander_with_the_jobs_per_s_and_the_compared_seconds():
+    rows = frame(row("postgres", 0.25, 1.0, 1.1), row("postgres", 0.5, 1.3, 1.4), row("dedicated", 0.5, 1.0, 1.1),
+                 row("postgres", 0.25, 1.0, 1.0, tenant="oltp"))
+    cells = {c.scale: c for c in colocation_cells(rows)}
+    fts = cells["co-location: full-text search beside the queue's churn, how much churn"]
+    assert fts.outcome == DEDICATED_WINS and fts.window_s == 58  # the seconds each repetition compared
+    assert fts.figures[0] == ("holds up to 25% of the churn's capacity (250 jobs/s); missed at 50% of the churn's "
+                              "capacity (500 jobs/s)")
+    assert fts.postgres.value == 0.25 and fts.dedicated.value == 0.5
+    oltp = cells["co-location: point lookups (OLTP) beside the queue's churn, how much churn"]
+    assert oltp.outcome == POSTGRES_MEETS and oltp.figures[1] == "not measured" and oltp.dedicated is None
+    assert colocation_cells(pd.DataFrame()) == [] and colocation_cells(None) == []
+
+
+def stretch_rows(mechanism, before, during, repetition=0, tenant="fts"):
+    return [{"mechanism": mechanism, "repetition": repetition, "stretch": "before", f"{tenant}_p99_ms_median_s": before},
+            {"mechanism": mechanism, "repetition": repetition, "stretch": "during", f"{tenant}_p99_ms_median_s": during}]
+
+
+def test_the_longest_hold_a_bystander_rides_through_is_read_against_its_own_before_stretch():
+    from pglimits_core.workloads.interference.colocation import NO_HORIZON, hold_cells
+
+    stalls = pd.DataFrame(stretch_rows("idle_xid_60s", 10.0, 11.0) + stretch_rows("idle_xid_300s", 10.0, 19.0)
+                          + stretch_rows("idle_xid_300s | holder_timeout", 10.0, 10.0)
+                          + stretch_rows("rr_query_60s", 10.0, 13.0))
+    cells = {c.scale: c for c in hold_cells(stalls)}
+    idle = cells["co-location: full-text search beside the churn while a session idle in a transaction that took "
+                 "an XID, how long"]
+    assert idle.figures[0] == "holds through 60 s; missed at 300 s (during ÷ before ×1.90)"
+    assert idle.postgres.value == 60 and idle.dedicated is None and idle.outcome.startswith(f"{NOT_DECIDED}: {NO_HORIZON}")
+    query = cells["co-location: full-text search beside the churn while a REPEATABLE READ query running, how long"]
+    assert query.figures[0].startswith("holds through no hold run; missed at 60 s") and query.postgres.value == 0
+    assert hold_cells(pd.DataFrame()) == []
+
+
+def test_the_dedicated_side_holding_at_postgres_miss_wins_even_if_it_misses_higher():
+    rows = frame(row("postgres", 0.25, 1.0, 1.1), row("postgres", 0.5, 1.4, 1.6),
+                 row("dedicated", 0.5, 1.0, 1.1), row("dedicated", 0.75, 1.5, 1.7))
+    assert outcome(carried(rows, "postgres", "fts"), carried(rows, "dedicated", "fts")) == DEDICATED_WINS
+
+
+def test_a_hold_held_only_after_one_that_was_not_does_not_count():
+    from pglimits_core.workloads.interference.colocation import hold_cells
+
+    stalls = pd.DataFrame(stretch_rows("idle_xid_60s", 10.0, 11.0) + stretch_rows("idle_xid_120s", 10.0, 19.0)
+                          + stretch_rows("idle_xid_300s", 10.0, 10.5))
+    (cell,) = hold_cells(stalls)
+    assert cell.postgres.value == 60 and cell.figures[0].startswith("holds through 60 s; missed at 120 s")
