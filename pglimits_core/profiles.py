@@ -65,6 +65,9 @@ class CapacitySpec(ForVariants):
     #: design reads a ceiling's rate), not at ``start_rate``: doubling from a fixed start spends
     #: the probes far below a fast server's knee and leaves the bracket wide
     start_share: float | None = Field(None, gt=0, le=1)
+    #: steady sets bisecting a bracket a step down left wider than ``narrow_to`` (0: none)
+    narrow_steps: int = Field(0, ge=0)
+    narrow_to: float = Field(1.2, gt=1)
 
     def plan(self) -> Any:
         from pglimits_core.experiments.capacity import CapacityPlan
@@ -73,7 +76,7 @@ class CapacitySpec(ForVariants):
                             self.repetitions, self.probe_s, self.start_rate, self.max_probes, self.steady_s,
                             self.confirmations, self.step_down, self.max_steps_down,
                             check_repetitions=self.check_repetitions, rate_check=self.rate_check,
-                            start_share=self.start_share)
+                            start_share=self.start_share, narrow_steps=self.narrow_steps, narrow_to=self.narrow_to)
 
 
 class Datasets(Strict):

@@ -13,7 +13,10 @@ The field's form (SPECjbb's max-jOPS and critical-jOPS, MLPerf's server scenario
    (``load.ratesearch``: step up, bisect) for the highest offered rate whose p99 from the
    *intended* start holds the target, then a **steady confirmation**: ``confirmations`` windows of
    ``steady_s`` at that rate, every one of which must hold; a failed confirmation steps the rate
-   down (× ``step_down``) and confirms again, at most ``max_steps_down`` times; then, where only a
+   down (× ``step_down``) and confirms again, at most ``max_steps_down`` times; where that leaves
+   the confirmed rate and the steady miss above it wider apart than ``narrow_to``, **the bracket
+   narrowed**: steady windows at their geometric mean, ``narrow_steps`` times (a ×0.7 step leaves
+   ×1.43, against which a ×1.25 tie band rarely separates two designs); then, where only a
    short probe missed above the confirmed rate, **the top pinned**: steady windows at that probe's
    rate — a miss there bounds the capacity (a probe's miss decides nothing), windows that all
    hold raise it to that rate;
@@ -71,6 +74,9 @@ class CapacityPlan:
     check_repetitions: int = 1
     rate_check: bool = True
     start_share: float | None = None  # start at this share of the measured ceiling (``CapacityRun.start``)
+    #: steady sets that bisect a bracket a step down left wider than ``narrow_to`` (``narrow``)
+    narrow_steps: int = 0
+    narrow_to: float = 1.2
 
 
 class Design(Protocol):
@@ -259,6 +265,19 @@ class CapacityRun:
             self.steady_missed.setdefault(target_ms, set()).add(rate)
         return held
 
+    def narrow(self, target_ms: float, rate: float | None) -> float | None:
+        """Bisect, with steady windows, the bracket between the confirmed ``rate`` and the lowest
+        steady miss above it while it is wider than ``narrow_to``: a midpoint that holds raises
+        the rate, one that misses lowers the top."""
+        for _ in range(self.plan.narrow_steps):
+            above = [m for m in self.steady_missed.get(target_ms, ()) if rate is not None and m > rate]
+            if rate is None or not above or min(above) / rate <= self.plan.narrow_to:
+                break
+            middle = round((rate * min(above)) ** 0.5, 1)
+            if self.steady(target_ms, middle):
+                rate = middle
+        return rate
+
     def pin_top(self, target_ms: float, rate: float | None) -> float | None:
         """Steady windows at the bracket's top where only a short probe missed it (a probe's miss
         decides nothing): a miss there bounds the capacity; windows that all hold raise it."""
@@ -280,8 +299,8 @@ def measure_capacity(run: StudyRun, design: Design, plan: CapacityPlan) -> list[
     capacity = CapacityRun(run, design, plan)
     capacity.ceilings()
     capacity.checks()
-    confirmed = {target_ms: capacity.pin_top(target_ms, capacity.confirm(target_ms, capacity.search(target_ms)))
-                 for target_ms in targets_of(design, plan)}
+    confirmed = {target_ms: capacity.pin_top(target_ms, capacity.narrow(
+        target_ms, capacity.confirm(target_ms, capacity.search(target_ms)))) for target_ms in targets_of(design, plan)}
     capacity.rate_check(confirmed)
     return capacity.records
 

@@ -504,3 +504,18 @@ def test_where_no_probe_held_steady_windows_bound_the_design_below_its_lowest_fu
     assert confirms and confirms[0]["offered_per_s"] == lowest_full and confirms[0]["duration_s"] == PLAN.steady_s
     assert len(confirms) == 1 + PLAN.max_steps_down  # each set stops at its first failed window
     assert min(c["offered_per_s"] for c in confirms) < lowest_full
+
+
+def test_a_bracket_a_step_down_left_wide_is_narrowed_by_steady_windows_at_its_middle():
+    from dataclasses import replace
+
+    design = KneeDesign(knee=1000, flaky=1)  # the first steady set misses once: a step down follows
+    narrowed = replace(PLAN, narrow_steps=2, narrow_to=1.2)
+    measure_capacity(None, design, narrowed)
+    confirms = [c["offered_per_s"] for c in design.calls if c["stage"] == CONFIRM]
+    found, stepped = confirms[0], confirms[0] * PLAN.step_down
+    middle = round((stepped * found) ** 0.5, 1)
+    assert round(stepped, 3) in confirms and middle in confirms  # the middle of [×0.7, ×1] tried steadily
+    plain = KneeDesign(knee=1000, flaky=1)
+    measure_capacity(None, plain, PLAN)  # narrow_steps 0 (the default): the bracket stays ×1.43
+    assert all(c["offered_per_s"] != middle for c in plain.calls if c["stage"] == CONFIRM)
