@@ -143,9 +143,10 @@ def test_a_shared_bystander_is_offered_its_share_of_the_capacity_measured_first(
         summary = SimpleNamespace(entries=[SimpleNamespace(phase="warmup", ops_per_s=9e9),
                                            SimpleNamespace(phase="load", ops_per_s=rate)])
         shared.learn(tenant, SimpleNamespace(status="complete", summary=summary, error=None))
-    resolved = shared.resolve(knobs)
-    assert (resolved.fts_rate, resolved.vector_rate, resolved.oltp_rate) == (75.0, 90.0, 700.0)
-    assert shared.describe()["oltp"] == {"share": 0.1, "capacity_per_s": 7000.0}
+    resolved, shares = shared.resolve(knobs), section.bystanders.shares
+    assert (resolved.fts_rate, resolved.vector_rate, resolved.oltp_rate) == (
+        round(shares["fts"] * 500, 1), round(shares["vector"] * 600, 1), round(shares["oltp"] * 7000, 1))
+    assert shared.describe()["oltp"] == {"share": shares["oltp"], "capacity_per_s": 7000.0}
     points = interference_plan.plan(section, profile)
     measured_first = [p.params["tenant"] for p in points if p.experiment == "bystander_capacity"]
     assert measured_first == ["fts", "vector", "oltp"]
