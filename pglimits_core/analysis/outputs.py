@@ -82,6 +82,11 @@ def save_figures(figures: dict[str, Any], directory: Path, formats: Sequence[str
             for name, figure in figures.items()}
 
 
+#: past this many rows a table is a series to plot or load, not to read: its ``.md`` says so and
+#: points at the ``.csv`` (a per-second timeline of every act made a 4.7 MB markdown file)
+MARKDOWN_ROWS = 500
+
+
 def write_tables(prefix: str, tables: dict[str, pd.DataFrame], directory: Path) -> None:
     """``<prefix>-<key>.csv`` as computed and ``.md`` with "—" for a missing value (a verdict that
     does not apply); a ``<prefix>-`` table these records no longer make (an experiment retired, a
@@ -89,9 +94,17 @@ def write_tables(prefix: str, tables: dict[str, pd.DataFrame], directory: Path) 
     directory.mkdir(parents=True, exist_ok=True)
     for key, table in tables.items():
         table.to_csv(directory / f"{prefix}-{key}.csv", index=False)
-        shown = table.astype(object).where(table.notna(), "—")
-        (directory / f"{prefix}-{key}.md").write_text(shown.to_markdown(index=False) if not table.empty else "(no data)\n")
+        (directory / f"{prefix}-{key}.md").write_text(markdown_of(table, f"{prefix}-{key}.csv"))
     remove_stale(directory, prefix, {f"{prefix}-{key}" for key in tables}, (".csv", ".md"))
+
+
+def markdown_of(table: pd.DataFrame, csv_name: str) -> str:
+    if table.empty:
+        return "(no data)\n"
+    if len(table) > MARKDOWN_ROWS:
+        return (f"({len(table):,} rows, a series too long to read here: the data is [{csv_name}]({csv_name}); "
+                f"its columns: {', '.join(map(str, table.columns))})\n")
+    return table.astype(object).where(table.notna(), "—").to_markdown(index=False)
 
 
 def remove_stale(directory: Path, prefix: str, kept: set[str], suffixes: Sequence[str]) -> None:

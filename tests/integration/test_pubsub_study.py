@@ -67,6 +67,23 @@ def test_the_test_profile_runs_and_accounts_for_every_message(pubsub_notebook: E
     assert not active_worker_pids() and not pubsub_notebook.leaked
 
 
+def test_idle_listeners_past_the_default_connection_limit_run_and_their_memory_is_read(
+        pubsub_notebook: ExecutedNotebook):
+    """The test profile's 210 idle listeners do not fit postgres.conf's 200 connections: the
+    study's Postgres started with ``postgres_max_connections`` (250) is what lets the point run;
+    each idle point reads the server's PSS once its listeners are connected, and more listeners
+    hold more backends (and memory) than none."""
+    manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(pubsub_notebook.runs)]
+    idle = {m["params"]["idle_listeners"]: m["params"]["outcome"] for m in manifests
+            if m["params"]["experiment"] == "idle_listeners" and m["system"] == "pg_notify"}
+    assert set(idle) == {0, 10, 210}
+    assert {int(o["limits"]["max_connections"]) for o in idle.values()} == {250}
+    held = {count: outcome["server_memory"] for count, outcome in idle.items()}
+    assert all(h["idle_listeners"] == count and h["pss_mib"] > 0 for count, h in held.items())
+    assert held[210]["processes"] >= held[0]["processes"] + 210
+    assert held[210]["pss_mib"] > held[0]["pss_mib"]
+
+
 @pytest.mark.parametrize("system", ["pg_notify", "redis_publish"])
 def test_a_message_published_before_subscribe_is_not_counted_lost(system, tmp_path, postgres_endpoint,
                                                                  redis_endpoint):

@@ -287,3 +287,36 @@ def test_the_seed_verdict_keeps_its_words_under_the_shared_agreement_rule():
     assert verdict(0.82, None, False) == "not measured on both sides"
     assert verdict(0.82, 0.9, True).startswith("inconclusive: client-bound")
     assert verdict(0.82, 0.9, False, busy_runs=2).startswith("inconclusive: CPU outside")
+
+
+def test_every_profile_starts_postgres_with_room_for_its_largest_idle_listener_point():
+    """A profile whose idle-listener counts outgrow its Postgres's connections would report the
+    point as not run: each profile raises ``postgres_max_connections`` far enough, and the study
+    starts its Postgres with it."""
+    from pglimits_core.profiles import load_profile
+    from pglimits_core.servers.postgres import SETTINGS_FILE
+    from pglimits_core.servers.settings_file import as_dict, parse_settings
+    from pglimits_core.workloads.pubsub.profile import IdleListeners
+    from pglimits_core.workloads.pubsub.systems.postgres import SPARE_CONNECTIONS
+    from pglimits_core.workloads.pubsub.workload import server_options
+
+    committed = int(as_dict(parse_settings(SETTINGS_FILE))["max_connections"])
+    for name in ("test", "quick", "full"):
+        section = load_profile(name).section("pubsub")
+        groups = section.idle_listeners if isinstance(section.idle_listeners, list) else [section.idle_listeners]
+        needed = max(max(g.idle) + g.subscribers + 1 + SPARE_CONNECTIONS for g in groups
+                     if isinstance(g, IdleListeners) and (not g.variants or any("pg_notify" in v for v in g.variants)))
+        options = server_options(section)
+        allowed = int(options["postgres"]["settings"]["max_connections"]) if options else committed
+        assert needed <= allowed, (name, needed, allowed)
+    assert server_options(load_profile("test").section("pubsub").model_copy(
+        update={"postgres_max_connections": None})) == {}
+
+
+def test_each_listener_costs_the_pss_it_adds_over_none():
+    from pglimits_core.workloads.pubsub.tables import per_listener_kib
+
+    table = pd.DataFrame({"variant": ["pg_notify batch=1"] * 3 + ["redis_publish batch=1"] * 2,
+                          "idle_listeners": [0, 100, 1000, 0, 1000],
+                          "server_pss_mib": [500.0, 600.0, 1500.0, 10.0, float("nan")]})
+    assert per_listener_kib(table) == [None, 1024.0, 1024.0, None, None]

@@ -19,3 +19,14 @@ def test_a_table_the_records_no_longer_make_is_removed_and_no_other_is_touched(t
                      "pubsub_x-capacity.csv", "report-seed-comparison.md", "search-ceiling.csv"]
     assert (tmp_path / "pubsub-capacity.md").read_text() == "(no data)\n"
     assert pd.read_csv(tmp_path / "pubsub-fanout.csv").a.tolist() == [3]
+
+
+def test_a_series_too_long_to_read_keeps_its_csv_and_its_markdown_points_at_it(tmp_path):
+    from pglimits_core.analysis.outputs import MARKDOWN_ROWS
+
+    long = pd.DataFrame({"t_s": range(MARKDOWN_ROWS + 1), "p99_ms": 1.0})
+    write_tables("interference", {"timeline": long, "stalls": long.head(3)}, tmp_path)
+    said = (tmp_path / "interference-timeline.md").read_text()
+    assert "interference-timeline.csv" in said and "t_s, p99_ms" in said and len(said) < 300
+    assert len(pd.read_csv(tmp_path / "interference-timeline.csv")) == MARKDOWN_ROWS + 1
+    assert (tmp_path / "interference-stalls.md").read_text().startswith("|")

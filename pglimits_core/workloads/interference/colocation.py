@@ -130,7 +130,8 @@ def outcome(postgres: Carried, dedicated: Carried) -> str:
         return DEDICATED_WINS
     if not beyond:
         return f"{NOT_DECIDED}: the dedicated side ran no level at or above {stop.level:.0%}"
-    return f"{NOT_DECIDED}: the dedicated side did not hold at {stop.level:.0%} or above either"
+    states = "; ".join(f"{lv.state} at {said(lv)}" for lv in beyond)
+    return f"{NOT_DECIDED}: the dedicated side held no level at or above {stop.level:.0%} ({states})"
 
 
 def _side(name: str, side: Carried) -> Side | None:

@@ -75,9 +75,10 @@ def beside_publisher(common: tuple, v: PubsubVariant, mode: str, notify_rate: fl
 
 def idle_listeners_point(run: StudyRun, v: PubsubVariant, idle: int, subscribers: int, duration_s: float,
                          warmup_s: float, repetition: int) -> RecordedRun:
-    """One publisher flat out to ``subscribers`` while ``idle`` listeners wait on other channels."""
+    """One publisher flat out to ``subscribers`` while ``idle`` listeners wait on other channels,
+    with the server's memory read once they are connected (what each listener costs)."""
     return fanout_point(run, v, subscribers, 1, None, duration_s, warmup_s=warmup_s, idle=idle,
-                        experiment="idle_listeners", extra_params={"repetition": repetition})
+                        experiment="idle_listeners", extra_params={"repetition": repetition}, memory=True)
 
 
 def stuck_point(run: StudyRun, v: PubsubVariant, stall_s: float, subscribers: int, rate: float, duration_s: float,

@@ -90,6 +90,17 @@ def idle_listeners(system: PubsubSystem, count: int):
         yield
 
 
+def memory_held(pids: tuple[int, ...] | list[int], idle: int) -> dict[str, Any]:
+    """The server's memory with ``idle`` listeners connected and no load yet: PSS summed over its
+    processes (each shared page split between its sharers: the honest total; RSS sums count
+    ``shared_buffers`` once per backend) and how many processes hold it."""
+    readings = server_memory(pids, with_pss=True)
+    pss = [r.pss_bytes for r in readings if r.pss_bytes is not None]
+    return {"idle_listeners": idle, "processes": len(readings),
+            "pss_mib": round(sum(pss) / 2**20, 2) if pss and len(pss) == len(readings) else None,
+            "rss_mib": round(sum(r.rss_bytes for r in readings) / 2**20, 2)}
+
+
 class ServerWatch:
     """Once a second while a point runs: what the system's server holds for pub/sub (its
     ``watcher``: Postgres ``pg_notification_queue_usage()``; Redis the largest pub/sub client
@@ -151,10 +162,12 @@ def publisher_loop(rate: float | None, batch: int) -> OpenLoop | ClosedLoop:
 
 def fanout_point(run: StudyRun, v: PubsubVariant, subscribers: int, publishers: int, rate: float | None,
                  duration_s: float, warmup_s: float = 1.0, payload_bytes: int = 64, experiment: str = "fanout",
-                 idle: int = 0, stall_s: float = 0.0, extra_params: dict | None = None) -> RecordedRun:
+                 idle: int = 0, stall_s: float = 0.0, extra_params: dict | None = None,
+                 memory: bool = False) -> RecordedRun:
     """One fan-out run: ``subscribers`` workers on one channel, ``publishers`` workers publishing
     at ``rate`` messages/s in total (None: closed loop, flat out); ``idle`` idle listeners on
-    other channels; ``stall_s`` > 0: subscriber 0 stops reading that long (the stuck drill)."""
+    other channels; ``stall_s`` > 0: subscriber 0 stops reading that long (the stuck drill);
+    ``memory``: one reading of the server's memory once the idle listeners are connected."""
     def roles(common: tuple) -> list[Role]:
         return [subscriber_role(common, subscribers, stall_s),
                 Role("publisher", PublishOp(*common, batch=v.batch, payload_bytes=payload_bytes),
@@ -163,7 +176,7 @@ def fanout_point(run: StudyRun, v: PubsubVariant, subscribers: int, publishers: 
     params = {"subscribers": subscribers, "publishers": publishers, "rate": rate,
               "loop": "closed" if rate is None else "open", "payload_bytes": payload_bytes,
               "idle_listeners": idle, "stall_s": stall_s, **(extra_params or {})}
-    return run_point(run, v, experiment, roles, params, duration_s, warmup_s, idle=idle)
+    return run_point(run, v, experiment, roles, params, duration_s, warmup_s, idle=idle, memory=memory)
 
 
 PUBLISHING = ("warmup", "measure")
@@ -175,7 +188,7 @@ def subscriber_role(common: tuple, subscribers: int, stall_s: float = 0.0) -> Ro
 
 
 def run_point(run: StudyRun, v: PubsubVariant, experiment: str, roles_for, params: dict[str, Any],
-              duration_s: float, warmup_s: float, idle: int = 0, after=None) -> RecordedRun:
+              duration_s: float, warmup_s: float, idle: int = 0, after=None, memory: bool = False) -> RecordedRun:
     """One recorded run on a fresh channel: ``roles_for(common)`` builds the roles from the
     operations' shared arguments; ``after(outcome) -> dict`` adds to the accounting."""
     ctx, endpoint = run.ctx, run.ctx.endpoints[v.server]
@@ -193,11 +206,14 @@ def run_point(run: StudyRun, v: PubsubVariant, experiment: str, roles_for, param
         limits = system.limits()
         check_room(v, limits, idle + sum(role.workers for role in spec.roles))
 
+        held: dict[str, Any] | None = None
+
         def judged(_result) -> dict[str, Any]:
             outcome = judge(ledger, duration_s, watch, limits)
-            return {**outcome, **(after(outcome) if after else {})}
+            return {**outcome, **(after(outcome) if after else {}), **({"server_memory": held} if memory else {})}
 
         with idle_listeners(system, idle), ServerWatch(system, pids=tuple(endpoint.pids)) as watch:
+            held = memory_held(endpoint.pids, idle) if memory else None
             return run_recorded(ctx, STUDY, v.system, name, v.server, spec, params, after=judged)
     finally:
         shutil.rmtree(ledger, ignore_errors=True)

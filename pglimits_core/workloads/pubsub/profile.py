@@ -97,6 +97,10 @@ class PubsubProfile(Strict):
     #: one setting, or one per group of variants (Redis can hold far more connections than
     #: Postgres's max_connections allows)
     idle_listeners: IdleListeners | list[IdleListeners] | None = None
+    #: the pub/sub study's Postgres ``max_connections`` (None: configs/servers/postgres.conf's): a
+    #: LISTEN holds a backend of its own and no pooler can share it, so 1,000 idle listeners need
+    #: it raised. Every listener still costs its backend's memory, which the idle points measure.
+    postgres_max_connections: PositiveInt | None = None
     stuck_subscriber: StuckSubscriber | None = None
     payload_limit: PayloadLimit | None = None
     capacity: PubsubCapacity | None = None

@@ -72,7 +72,9 @@ CAPTIONS = {
                             "NOTIFY costs is notify_in_txn against txn_without_notify (both with the writers on the load's CPU: "
                             "where that CPU saturated, ᶜ, the rates are the writers' floors). NOTIFY's commit lock would cap notifying commits "
                             "near one per WAL flush; the rates here stay below that, so the lock is not shown to bind",
-    "idle_listeners": "Flat-out publishing with idle listeners on other channels",
+    "idle_listeners": ("Flat-out publishing with idle listeners on other channels; server_pss_mib: the server's "
+                       "memory (PSS, all its processes) once they are connected, before the load; "
+                       "pss_per_listener_kib: that against no listeners, per listener"),
     "stuck_subscriber": "A stuck subscriber (subscriber 0 stops reading; Postgres: inside an open transaction). "
                         "queue_full_in_s_extrapolated: when the Postgres notification queue would be full at the "
                         "growth measured during the stall (a straight-line extrapolation, not observed). stall_s 0 is the control: the "

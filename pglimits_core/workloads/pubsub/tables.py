@@ -263,17 +263,33 @@ def _relative_to(table: pd.DataFrame, mode: str) -> list[float | None]:
 
 
 def idle_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Flat-out publishing per idle-listener count, and what the listeners cost the server in
+    memory: its PSS with them connected (before the load), and per listener against none."""
     pubs = _role(frame, "idle_listeners", "publisher")
     if pubs.empty:
         return pd.DataFrame()
+    pubs["server_pss_mib"] = pubs["outcome"].map(lambda o: ((o or {}).get("server_memory") or {}).get("pss_mib"))
+    pubs["server_pss_mib"] = pd.to_numeric(pubs["server_pss_mib"], errors="coerce")
     table = (pubs.groupby(["variant", "idle_listeners"], sort=True)
              .agg(runs=("run_id", "size"), published_per_s=("published_per_s", "median"),
                   published_per_s_range=("published_per_s", lambda v: _spread(v, 0)),
                   deliveries_per_s=("deliveries_per_s", "median"), delivery_p99_ms=("delivery_p99", "median"),
                   publish_service_p99_ms=("service_time_p99_ms", "median"), lost=("lost", "sum"),
-                  client_bound=("client_bound", _any))
+                  server_pss_mib=("server_pss_mib", "median"), client_bound=("client_bound", _any))
              .reset_index())
+    table.insert(table.columns.get_loc("server_pss_mib") + 1, "pss_per_listener_kib", per_listener_kib(table))
     return table
+
+
+def per_listener_kib(table: pd.DataFrame) -> list[float | None]:
+    """(PSS with n idle listeners − PSS with none) ÷ n, in KiB, per variant; None without both."""
+    none = table[table["idle_listeners"] == 0].set_index("variant")["server_pss_mib"]
+    values = []
+    for row in table.itertuples():
+        base = none.get(row.variant)
+        known = row.idle_listeners > 0 and base is not None and not pd.isna(base) and not pd.isna(row.server_pss_mib)
+        values.append(round((row.server_pss_mib - base) * 1024 / row.idle_listeners, 1) if known else None)
+    return values
 
 
 def stuck_table(frame: pd.DataFrame) -> pd.DataFrame:

@@ -18,6 +18,15 @@ def pubsub_capacity_chart(table):
     return capacity_chart(table, unit="messages/s", what="delivery p99 from the intended publish")
 
 
+def server_options(section: PubsubProfile) -> dict[str, dict]:
+    """Postgres with the connections the idle-listener points need, for the whole study: a raised
+    limit reserves shared memory for the slots, while NOTIFY signals only backends that LISTEN
+    (PostgreSQL 16 keeps them in a list of their own) and snapshots scan only running backends."""
+    if section.postgres_max_connections is None:
+        return {}
+    return {"postgres": {"settings": {"max_connections": str(section.postgres_max_connections)}}}
+
+
 def pubsub_tables(frame):
     """Every pub/sub table, the capacity table where the capacity experiment was run."""
     capacity = capacity_table_of(frame)
@@ -30,6 +39,7 @@ WORKLOAD = Workload(
     notebook="40-pubsub",
     section=PubsubProfile,
     plan=plan,
+    server_options=server_options,
     frame=pubsub_frame,
     tables=pubsub_tables,
     charts=(Chart("capacity", "pubsub-capacity", pubsub_capacity_chart, "curve"),

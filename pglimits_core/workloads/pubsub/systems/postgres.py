@@ -91,7 +91,8 @@ class PostgresNotify(PubsubSystem):
         if allowed and connections + SPARE_CONNECTIONS > allowed:
             raise PGLimitsError(f"postgres max_connections={allowed} leaves no room for {connections} connections "
                                 f"(workers + idle listeners; LISTEN needs a session of its own, no pooler shares it)",
-                                "raise max_connections in configs/servers/postgres.conf to run this point")
+                                "set pubsub.postgres_max_connections in the profile (the study's Postgres starts "
+                                "with it; servers already running keep theirs) to run this point")
 
     def watcher(self) -> Callable[[], dict[str, Any]]:
         conn = self._connect()
