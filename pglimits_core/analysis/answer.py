@@ -50,6 +50,9 @@ def _named(designs: pd.Series, figures: pd.Series) -> list[str]:
 
 
 EXTENSIONS_LINK = "data/results/decision-matrix-extensions.md"
+#: a workload's first cells the README shows (its headline ones come first); the rest are in the
+#: matrix file, so the first screen stays a screen (18 interference cells made 164 lines)
+BRIEF_ROWS = 6
 
 
 def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None, extensions: str = "") -> str:
@@ -63,7 +66,11 @@ def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None, exte
         parts += [f"![{SEED_ALT}]({SEED_LINK})", count_sentence(seeds)]
     parts.append("")
     for (workload, machine), cells in table.groupby(["workload", "machine"], sort=False):
-        parts += [f"**{workload}** (measured on `{machine}`)", "", brief_table(cells).to_markdown(index=False), ""]
+        parts += [f"**{workload}** (measured on `{machine}`)", "", brief_table(cells.head(BRIEF_ROWS)).to_markdown(index=False)]
+        if len(cells) > BRIEF_ROWS:
+            parts.append(f"\n{len(cells) - BRIEF_ROWS} more {workload} cells, in the order the matrix gives them: "
+                         f"[`{MATRIX_LINK}`]({MATRIX_LINK}).")
+        parts.append("")
     with_extensions = f" {extensions} Each such cell: [`{EXTENSIONS_LINK}`]({EXTENSIONS_LINK})." if extensions else ""
     parts.append(f"Every cell with both sides' spreads, server CPU per operation and the table behind it: "
                  f"[`{MATRIX_LINK}`]({MATRIX_LINK}); how a cell is decided: "

@@ -68,3 +68,18 @@ def test_workloads_from_different_sittings_are_named_block_by_block(tmp_path):
                            "2 run records (2 complete) from 2026-12-04 23:30 to 2026-12-05 00:00 UTC (30 min")
     assert "; queue at commit `b7e1079`: 2 run records (2 complete) from 2026-12-05 16:04 to 17:40 UTC (96 min" in line
     assert line.endswith("compare cells only within one.")
+
+
+def test_the_brief_shows_a_workload_s_first_cells_and_counts_the_rest():
+    import pandas as pd
+
+    from pglimits_core.analysis.answer import BRIEF_ROWS, MATRIX_LINK, answer_markdown
+
+    row = {"workload": "interference", "machine": "box-a", "target": "p99 within ×1.25", "verdict": "not decided here",
+           "postgres": "pg", "dedicated": "engines", "postgres_figure": "—", "dedicated_figure": "—", "margin": "—",
+           "class": "—", "postgres_server_cpu_us_per_op": "—", "dedicated_server_cpu_us_per_op": "—"}
+    matrix = pd.DataFrame([{**row, "scale": f"cell {i}"} for i in range(BRIEF_ROWS + 3)])
+    text = answer_markdown(matrix)
+    assert f"cell {BRIEF_ROWS - 1} " in text and f"cell {BRIEF_ROWS} " not in text
+    assert f"3 more interference cells, in the order the matrix gives them: [`{MATRIX_LINK}`]" in text
+    assert "more queue cells" not in answer_markdown(matrix.assign(workload="queue").head(BRIEF_ROWS))

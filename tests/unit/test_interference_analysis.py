@@ -124,9 +124,24 @@ def test_the_act_lines_give_the_repetitions_range_the_real_maximum_and_no_attrib
     lines = report.act_lines(pd.DataFrame(rows))
     text = "\n".join(lines)
     assert "job (enqueue+claim+ack) p99, median (min–max) of 3 repetitions" in text
-    assert "14.50 (12.00–15.50) ms before" in text and "up to 12461" in text and "up to 18536" in text
+    assert "14.50 (12.00–15.50) ms before" in text and "up to 12,461" in text and "up to 18,536" in text
     assert "attributed" not in text and "claim p99" not in text
     assert "not distinguishable with 3 repetitions" in lines[-1]
+
+
+def test_a_one_run_act_gives_its_values_alone_and_the_churn_s_rate_in_each_stretch():
+    """A 300-s hold's window average (492 of 1,016 jobs/s) hid 145 jobs/s while it held: the line
+    gives the rate per stretch, and one run's figures without a range of one."""
+    stretch = {"before": (0.0, 20.0, 20_400, 25.5), "during": (20.0, 320.0, 43_500, 252_019.2),
+               "after": (320.0, 410.0, 139_300, 90_000.0)}
+    rows = [{"mechanism": "idle_xid_300s", "repetition": 0, "stretch": name, "start_s": start, "end_s": end,
+             "jobs": jobs, "job_p99_ms": p99, "dead_tuples_max": 87040.0, "next_autovacuum_after_act_s": 0.2,
+             "that_vacuum_elapsed_s": 0.72, "that_vacuum_tuples_removed": 39988}
+            for name, (start, end, jobs, p99) in stretch.items()]
+    line = report.act_lines(pd.DataFrame(rows))[0]
+    assert "p99, one run: 25.50 ms before the act, 252019.20 ms during it (x9883.11)" in line
+    assert "jobs completed per second before / during / after it: 1,020 / 145 / 1,548" in line
+    assert "up to 87,040;" in line and "0.72 s and removing 39988 tuples" in line and "–" not in line
 
 
 def test_a_window_with_an_act_records_its_stretches_at_measure_time():

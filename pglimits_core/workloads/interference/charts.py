@@ -56,7 +56,8 @@ def right_axes(ax, rows: pd.DataFrame) -> None:
     if _drawn(rows, "wal_mb_per_s"):
         wal = ax.twinx()
         wal.spines.right.set_position(("axes", 1.09))
-        wal.plot(rows.second, rows.wal_mb_per_s, color=GREY, lw=0.8, label="WAL written (MB/s)")
+        # the server's WAL rate is context, not a system's series: grey, marked as an annotation
+        wal.plot(rows.second, rows.wal_mb_per_s, color=GREY, lw=0.8, label="WAL written (MB/s)", gid="annotation")
         wal.set_ylabel("WAL MB/s", color=GREY)
     if _drawn(rows, "checkpoints"):
         for second in rows.second[pd.to_numeric(rows.checkpoints, errors="coerce").fillna(0) > 0]:

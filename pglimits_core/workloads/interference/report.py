@@ -142,14 +142,34 @@ def alignment_lines(alignment: pd.DataFrame) -> list[str]:
             f"({names}{low}{mde})"]
 
 
-def _spread(values: pd.Series, digits: int = 2) -> str:
+def _spread(values: pd.Series, digits: int = 2, one: bool = False) -> str:
+    """Median (min–max); the value alone where it is ``one`` run's (a range of one is no spread)."""
     values = pd.to_numeric(values, errors="coerce").dropna()
-    return "—" if values.empty else f"{values.median():.{digits}f} ({values.min():.{digits}f}–{values.max():.{digits}f})"
+    if values.empty:
+        return "—"
+    if one:
+        return f"{values.median():.{digits}f}"
+    return f"{values.median():.{digits}f} ({values.min():.{digits}f}–{values.max():.{digits}f})"
+
+
+def completed_rate(stretch: pd.DataFrame) -> str:
+    """Churn jobs completed per second over a stretch (median of the repetitions): what a window
+    average hides — a 300-s hold that stalls the churn, then a catch-up after it."""
+    if not {"jobs", "start_s", "end_s"} <= set(stretch):
+        return "—"
+    seconds = pd.to_numeric(stretch.end_s, errors="coerce") - pd.to_numeric(stretch.start_s, errors="coerce")
+    rates = (pd.to_numeric(stretch.jobs, errors="coerce") / seconds.where(seconds > 0)).dropna()
+    return "—" if rates.empty else f"{rates.median():,.0f}"
 
 
 def _range(values: pd.Series, digits: int = 2, unit: str = "") -> str:
+    """min–max, or the one value where there is one (a run's figure is no range)."""
     values = pd.to_numeric(values, errors="coerce").dropna()
-    return "—" if values.empty else f"{values.min():.{digits}f}–{values.max():.{digits}f}{unit}"
+    if values.empty:
+        return "—"
+    if len(values) == 1:
+        return f"{values.iloc[0]:.{digits}f}{unit}"
+    return f"{values.min():.{digits}f}–{values.max():.{digits}f}{unit}"
 
 
 def rises(rows: pd.DataFrame) -> pd.Series:
@@ -169,12 +189,15 @@ def act_lines(stalls: pd.DataFrame) -> list[str]:
         by = {name: rows[rows.stretch == name] for name in ("before", "during", "after")}
         rose[mechanism] = rises(rows)
         dead = pd.to_numeric(by["during"].dead_tuples_max, errors="coerce").dropna()
-        most = f"up to {dead.max():.0f} (largest reading of any repetition)" if len(dead) else "not recorded"
-        after = by["after"]
+        most = (f"up to {dead.max():,.0f}" + ("" if len(dead) == 1 else " (largest reading of any repetition)")) if len(dead) else "not recorded"
+        after, runs = by["after"], rows.repetition.nunique()
+        of = "one run" if runs == 1 else f"median (min–max) of {runs} repetitions"
         found.append(
-            f"- Interference {mechanism.replace('_', ' ')}: churn job (enqueue+claim+ack) p99, median (min–max) of "
-            f"{rows.repetition.nunique()} repetitions: {_spread(by['before'].job_p99_ms)} ms before the act, "
-            f"{_spread(by['during'].job_p99_ms)} ms during it (x{_range(rose[mechanism])} per repetition); dead "
+            f"- Interference {mechanism.replace('_', ' ')}: churn job (enqueue+claim+ack) p99, {of}: "
+            f"{_spread(by['before'].job_p99_ms, one=runs == 1)} ms before the act, "
+            f"{_spread(by['during'].job_p99_ms, one=runs == 1)} ms during it (x{_range(rose[mechanism])}"
+            f"{'' if runs == 1 else ' per repetition'}); jobs completed per second before / during / after it: "
+            f"{' / '.join(completed_rate(by[name]) for name in ('before', 'during', 'after'))}; dead "
             f"tuples during the act {most}; next autovacuum of the queue "
             f"{_range(after.get('next_autovacuum_after_act_s'), 1, ' s')} after the act, running "
             f"{_range(after.get('that_vacuum_elapsed_s'), 2, ' s')} and removing "
