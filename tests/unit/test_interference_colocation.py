@@ -107,3 +107,29 @@ def test_a_hold_held_only_after_one_that_was_not_does_not_count():
                           + stretch_rows("idle_xid_300s", 10.0, 10.5))
     (cell,) = hold_cells(stalls)
     assert cell.postgres.value == 60 and cell.figures[0].startswith("holds through 60 s; missed at 120 s")
+
+
+def test_the_mitigations_table_sets_each_mitigated_window_beside_its_mechanism_unmitigated():
+    from pglimits_core.workloads.interference.mitigations import mitigations_table
+
+    def tenant_rows(mechanism, level, jobs, p99s, runs=1):
+        return [{"side": "postgres", "mechanism": mechanism, "level": level, "tenant": tenant, "churn_rate": 1016.4,
+                 "jobs_per_s": jobs, "runs": runs, "churn_sustained": jobs > 1000, "p99_ms": p99}
+                for tenant, p99 in zip(("fts", "vector", "oltp", "churn"), p99s, strict=True)]
+
+    inflation = pd.DataFrame(tenant_rows("idle_xid_300s", 0.5, 492.1, (450.3, 52.2, 7.9, 257364.1))
+                             + tenant_rows("idle_xid_300s | holder_timeout", 0.5, 1012.4, (240.5, 21.7, 6.2, 14987.6))
+                             + tenant_rows("churn", 0.5, 1010.6, ("159.36 (133.63–171.90)", 17.0, 3.4, 34.1), runs=3))
+    stalls = pd.DataFrame([{"mechanism": m, "stretch": "during", "start_s": 20.0, "end_s": 320.0, "jobs": jobs,
+                            "dead_tuples_max": dead}
+                           for m, jobs, dead in (("idle_xid_300s", 43_560, 87_040), ("idle_xid_300s | holder_timeout",
+                                                                                     304_560, 37_032))])
+    table = mitigations_table(inflation, stalls)
+    assert len(table) == 1
+    row = table.iloc[0]
+    assert (row.mechanism, row.mitigation, row.completed_per_s, row.unmitigated_completed_per_s) == (
+        "idle_xid_300s", "holder_timeout", 1012.4, 492.1)
+    assert (row.during_act_per_s, row.unmitigated_during_act_per_s) == (1015.2, 145.2)
+    assert (row.dead_tuples_max_during, row.unmitigated_dead_tuples_max_during) == (37032, 87040)
+    assert (row.fts_p99_ms, row.fts_p99_ms_unmitigated, row.churn_sustained) == (240.5, 450.3, True)
+    assert mitigations_table(pd.DataFrame(), pd.DataFrame()).empty

@@ -71,6 +71,10 @@ CAPTIONS = {
                "the act: how long after the act's end it started, its elapsed time and the tuples it removed; per "
                "stretch, the median buffer hits per second and the queue's vacuums that started in it (tuples "
                "removed, not yet removable)"),
+    "mitigations": ("What postpones the split: each mitigation (one run) beside the same mechanism unmitigated at the "
+                    "same churn level — jobs completed per second over the window and while the hold ran, dead tuples "
+                    "during it, each tenant's p99 (unmitigated churn levels: median (min–max) of their runs; one run "
+                    "inside that range shows no effect)"),
     "sides": "Split the systems? p99 inflation per tenant and churn level: Postgres vs dedicated engines, same box",
 }
 

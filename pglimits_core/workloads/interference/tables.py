@@ -35,6 +35,7 @@ from pglimits_core.workloads.interference.churn_capacity import (
 )
 from pglimits_core.workloads.interference.evidence import JOB_TABLES
 from pglimits_core.workloads.interference.mechanisms import is_act, order_column
+from pglimits_core.workloads.interference.mitigations import mitigations_table
 from pglimits_core.workloads.interference.plan import SIDES
 from pglimits_core.workloads.interference.points import LOG_FILE, SUSTAINED_SHARE
 from pglimits_core.workloads.interference.sides import durability_class
@@ -390,5 +391,7 @@ def sides_table(frame: pd.DataFrame | None = None) -> pd.DataFrame:
 
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {"capacities": capacity_table(frame), "inflation": inflation_table(frame), "alignment": alignment_table(frame), "stalls": stalls_table(frame),
-            "timeline": timeline_table(frame), "sides": sides_table(frame)}
+    inflation, stalls = inflation_table(frame), stalls_table(frame)
+    return {"capacities": capacity_table(frame), "inflation": inflation, "alignment": alignment_table(frame),
+            "stalls": stalls, "mitigations": mitigations_table(inflation, stalls), "timeline": timeline_table(frame),
+            "sides": sides_table(frame)}
