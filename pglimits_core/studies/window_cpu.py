@@ -53,8 +53,18 @@ class RunCpu:
         exact = {"source": SOURCE, "error": self.not_armed} if self.not_armed else self.window.finish()
         kind = server_class(server)
         limit = limit_side(exact, self.placement, kind.cpu_ceiling_cores, kind.engine_in_client, self.compiled_load)
-        seen = {**self.placement, **self.seen, "held": placing.held(self.placement, self.seen)}
-        return {"placement": seen, "limit": limit, "exact": exact}
+        return {"placement": as_held(self.placement, self.seen), "limit": limit, "exact": exact}
+
+
+def as_held(placement: dict[str, Any], seen: dict[str, Any]) -> dict[str, Any]:
+    """The placement as configured, the affinity each side's processes had, and whether it held."""
+    return {**placement, **seen, "held": placing.held(placement, seen)}
+
+
+def seen_placement(placement: dict[str, Any], server_pids: Iterable[int], load_pids: Iterable[int]) -> dict[str, Any]:
+    """A window's placement read now from its processes (the servers' trees; the load's and the
+    study process), for windows that have no ``RunCpu`` (the co-location windows)."""
+    return as_held(placement, placing.observed(tree_pids(server_pids), [*load_pids, os.getpid()]))
 
 
 def for_harness(placement: dict[str, Any], server_pids: PidSource, load_pids: PidSource,

@@ -85,6 +85,18 @@ def check_split(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None:
     assert churned["churn"]["jobs_per_s"] > 0 and churned["tenants"]["oltp"]["count"] > 0
 
 
+def check_placement(by_window: dict[tuple[str, str], tuple[Path, dict]]) -> None:
+    """Every co-location window says where its servers and its load ran, as configured and as
+    its processes had it (the capacities' records say it through their own runs)."""
+    for (side, mechanism), (_, manifest) in by_window.items():
+        if mechanism in CAPACITIES:
+            continue
+        placement = manifest["placement"]
+        assert placement["mode"] in ("split", "shared"), (side, mechanism, placement)
+        assert placement["server_affinity"] and placement["load_affinity"], (side, mechanism, placement)
+        assert placement["held"] is True, (side, mechanism, placement)
+
+
 def check_new_acts(manifests: dict[str, tuple[Path, dict]]) -> None:
     """The holds released, the server's timeout ending one early, the rotation running beside a
     hold and losing nothing it could not account for, the tuned settings on the queue table."""
@@ -114,6 +126,7 @@ def test_interference_notebook_runs_end_to_end(tmp_path: Path, isolated_state: P
     check_dedicated(by_window)
     check_capacities(by_window)
     check_split(by_window)
+    check_placement(by_window)
     manifests = {mechanism: found for (side, mechanism), found in by_window.items()
                  if side == "postgres" and mechanism not in CAPACITIES}
     check_new_acts(manifests)

@@ -50,11 +50,15 @@ def test_too_few_samples_rule(count, expected_missing):
         assert f"{count} samples" in missing[field] and str(hist.MIN_SAMPLES[field]) in missing[field]
 
 
-def test_values_above_sixty_seconds_are_clamped_and_counted():
+def test_values_above_the_ceiling_are_clamped_and_counted_and_minutes_are_kept():
+    """A job a 300-s hold kept waiting is kept as waited (six minutes); past 30 min, clamped."""
     recorder = Recorder("r", 0, "op", 0)
-    recorder.record_op("m", 1, 1, {"latency": 90 * 10**9})
+    recorder.record_op("m", 1, 1, {"latency": 360 * 10**9})
+    assert recorder.clamped == 0
+    assert recorder.phase_hists[("latency", "m")].get_max_value() >= 359_000_000
+    recorder.record_op("m", 2, 2, {"latency": 3_600 * 10**9})
     assert recorder.clamped == 1
-    assert recorder.phase_hists[("latency", "m")].get_max_value() >= 59_000_000
+    assert recorder.phase_hists[("latency", "m")].get_max_value() >= 1_790_000_000
 
 
 def test_nanoseconds_round_to_microseconds():

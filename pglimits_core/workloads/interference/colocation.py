@@ -21,7 +21,8 @@ rate: the record says which), so the cell also gives the jobs/s.
 The holds get cells of their own (``hold_cells``): per bystander and kind of hold, the longest
 hold through which the bystander's median per-second p99 during the hold stays within the band
 of its median over the same window's seconds before it (the same churn, the same seed), every
-repetition. The dedicated side has no MVCC horizon a session could hold, so these cells compare
+repetition, while the queue completed at least ``SUSTAINED_SHARE`` of its offered jobs/s during
+the hold (a queue that stalls while held is a tenant the hold did not spare). The dedicated side has no MVCC horizon a session could hold, so these cells compare
 Postgres with itself: they are never decided against the dedicated side, and say so.
 """
 
@@ -40,6 +41,7 @@ from pglimits_core.workloads.interference.mechanisms import (
     kind_of,
     split_mitigation,
 )
+from pglimits_core.workloads.interference.points import SUSTAINED_SHARE
 from pglimits_core.workloads.interference.sides import BAND, inflated
 
 HELD, MISSED = "held", "missed"
@@ -169,6 +171,8 @@ def colocation_cells(inflation: pd.DataFrame | None) -> list[Cell]:
 
 HOLD_KINDS = {"idle_xid": "a session idle in a transaction that took an XID",
               "rr_query": "a REPEATABLE READ query running"}
+HOLD_TARGET = (f"bystander median per-second p99 during the hold within ×{BAND:g} of before it, and the churn "
+               f"completing ≥ {SUSTAINED_SHARE:.0%} of its offered jobs/s while held")
 NO_HORIZON = "the dedicated side has no MVCC horizon to hold (the hold is Postgres against itself)"
 
 
@@ -185,7 +189,9 @@ def hold_ratios(stalls: pd.DataFrame, mechanism: str, tenant: str) -> pd.Series:
 
 
 def hold_levels(stalls: pd.DataFrame, kind: str, tenant: str) -> list[tuple[float, str, pd.Series]]:
-    """(length s, state, ratios) per plain hold of ``kind``, shortest first (mitigated ones apart)."""
+    """(length s, state, ratios) per plain hold of ``kind``, shortest first (mitigated ones apart).
+    A hold through which the bystander stayed in the band but the queue fell below its offered
+    rate is not carried either: the churn is a tenant too."""
     found = []
     names = sorted({m for m in stalls.mechanism.dropna().unique() if is_hold(m) and kind_of(m) == kind
                     and split_mitigation(m)[1] is None and hold_seconds(m)}, key=hold_seconds)
@@ -193,8 +199,25 @@ def hold_levels(stalls: pd.DataFrame, kind: str, tenant: str) -> list[tuple[floa
         ratios = hold_ratios(stalls, name, tenant)
         state = ("not measured" if ratios.empty else
                  {True: MISSED, False: HELD}.get(inflated(ratios.min(), ratios.max()), "straddles the band"))
+        if state == HELD and (fell := churn_while_held(stalls, name)):
+            state = fell
         found.append((hold_seconds(name), state, ratios))
     return found
+
+
+def churn_while_held(stalls: pd.DataFrame, mechanism: str) -> str | None:
+    """"churn fell to …" where a repetition's queue completed less than ``SUSTAINED_SHARE`` of its
+    offered jobs/s while the hold ran (None: it kept its rate, or the rows do not say)."""
+    rows = stalls[(stalls.mechanism == mechanism) & (stalls.stretch == "during")]
+    if not {"completed_per_s", "offered_per_s"} <= set(rows):
+        return None
+    done = pd.to_numeric(rows.completed_per_s, errors="coerce")
+    offered = pd.to_numeric(rows.offered_per_s, errors="coerce")
+    short = done < SUSTAINED_SHARE * offered
+    if not short.any():
+        return None
+    return (f"churn fell to {done[short].min():,.0f} of {offered[short].iloc[0]:,.0f} jobs/s while held "
+            f"({int(short.sum())} of {len(rows)} runs)")
 
 
 def held_through(levels: list[tuple[float, str, pd.Series]]) -> float:
@@ -229,7 +252,7 @@ def hold_cells(stalls: pd.DataFrame | None) -> list[Cell]:
                 continue
             longest = held_through(levels)
             cells.append(Cell("interference", f"co-location: {name} beside the churn while {said_as}, how long",
-                              f"bystander median per-second p99 during the hold within ×{BAND:g} of before it",
+                              HOLD_TARGET,
                               Side(SIDE_NAMES["postgres"], longest), None, "stalls",
                               figures=(hold_figure(levels), "—"), missing=NO_HORIZON,
                               outcome=f"{NOT_DECIDED}: {NO_HORIZON}; {hold_figure(levels)}"))

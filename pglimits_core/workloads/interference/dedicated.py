@@ -43,6 +43,7 @@ from pglimits_core.samplers.classify import host_frame_verdict
 from pglimits_core.samplers.host import HostSampler
 from pglimits_core.servers.registry import server_class
 from pglimits_core.studies.runner import RecordedRun, with_cpu_check
+from pglimits_core.studies.window_cpu import seen_placement
 from pglimits_core.workloads.interference import engines, evidence, ops, tenants
 from pglimits_core.workloads.interference.merge import write_samplers
 from pglimits_core.workloads.interference.points import (
@@ -55,6 +56,7 @@ from pglimits_core.workloads.interference.points import (
 from pglimits_core.workloads.interference.window import (
     MAX_OVERRUN_S,
     Measured,
+    PlacementWatch,
     WarmedLoad,
     bystander_roles,
     shifted,
@@ -203,12 +205,18 @@ def samplers(ctx: Any, points: dict[str, Any], knobs: Knobs, churn_pids: list[in
 def measure(ctx: Any, role_list: list[Any], knobs: Knobs, window_s: float, seed: int) -> Measured:
     """Every tenant for ``window_s`` with the samplers on; t = 0 at the workers' common start."""
     points, churn_pids = endpoints(ctx, bool(knobs.oltp_rate)), []
+    def observe() -> dict[str, Any]:
+        return seen_placement(ctx.placement, [pid for point in points.values() for pid in point.pids],
+                              active_worker_pids())
+
     with (SamplerSet(samplers(ctx, points, knobs, churn_pids)) as sampler_set,
-          WarmedLoad(role_list, knobs.warmup_s, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load):
+          WarmedLoad(role_list, knobs.warmup_s, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load,
+          PlacementWatch(observe, window_s) as placement):
         origin, origin_epoch = time.monotonic(), time.time()
         churn_pids[:] = load.pids("churn")
         sleep_until(origin + window_s)
-    measured = Measured(load.result, None, origin_epoch, window_s, origin_monotonic=origin, warmup_s=knobs.warmup_s)
+    measured = Measured(load.result, None, origin_epoch, window_s, origin_monotonic=origin, warmup_s=knobs.warmup_s,
+                        placement=placement.seen)
     start = sampler_set.threads[0].start_time if sampler_set.threads else origin
     measured.frame = shifted(sampler_set.dataframe(), start - origin)
     measured.sampler_errors = sampler_set.errors()
@@ -250,7 +258,7 @@ def finish(run_dir: RunDirectory, measured: Measured, churn_rate: float, extra: 
     verdict = host_frame_verdict(host_rows(measured.frame, "host"), sum(r.workers for r in result.roles))
     outcome = {**extra, **window_outcome(measured, churn_rate)}
     run_dir.manifest = run_dir.manifest.model_copy(
-        update={**verdict, "params": {**run_dir.manifest.params, "outcome": outcome}})
+        update={**verdict, "placement": measured.placement, "params": {**run_dir.manifest.params, "outcome": outcome}})
     write_samplers(run_dir.path, measured.frame)
     status, error = with_cpu_check(result.status, result.error, verdict["cpu"])
     run_dir.finish(status, error)

@@ -225,7 +225,7 @@ def finish(run_dir: RunDirectory, measured: Any, load: Churn | None, knobs: Knob
     verdict = cpu_verdict(SERVER, measured.frame, workers)
     outcome = {**extra, **window_outcome(measured, load, knobs, seed)}
     run_dir.manifest = run_dir.manifest.model_copy(
-        update={**verdict, "params": {**run_dir.manifest.params, "outcome": outcome}})
+        update={**verdict, "placement": measured.placement, "params": {**run_dir.manifest.params, "outcome": outcome}})
     write_samplers(run_dir.path, measured.frame)
     write_json(run_dir.path, LOG_FILE, evidence.log_entries(measured))
     status, error = with_cpu_check(result.status, result.error, verdict["cpu"])

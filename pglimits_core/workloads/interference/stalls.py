@@ -78,11 +78,21 @@ def run_stretches(run: Any, entries: list[dict[str, Any]] | None) -> list[dict[s
     frame = samplers_of(run.get("path"))
     series = {role: paired.per_second(outcome, role) for role in BYSTANDERS}
     vacuums = entries if entries is not None else (outcome.get("vacuum") or {}).get("spans") or []
+    offered = (outcome.get("churn") or {}).get("offered_per_s")
     rows = []
     for name in STRETCHES:
         values = (stretch_values(name, *spans[name], series, dead_samples(frame)) if frame is not None
                   else {k: v for k, v in recorded.get(name, {}).items() if k not in ("claim_p99_ms", "claims")})
         after = after_act_vacuum(vacuums, spans["during"][1]) if name == "after" else {}
-        rows.append({**values, **recorded_jobs(recorded.get(name, {})),
+        jobs = recorded_jobs(recorded.get(name, {}))
+        rows.append({**values, **jobs, **churn_rates(jobs["jobs"], spans[name], offered),
                      **mechanism_evidence(frame, vacuums, *spans[name]), **after})
     return rows
+
+
+def churn_rates(jobs: Any, span: tuple[float, float], offered: Any) -> dict[str, Any]:
+    """The churn's offered jobs/s and what it completed per second in the stretch (the hold
+    cells read whether the queue kept its rate while held, not over the whole window)."""
+    seconds = span[1] - span[0]
+    return {"offered_per_s": offered,
+            "completed_per_s": round(jobs / seconds, 1) if jobs is not None and seconds > 0 else None}

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pglimits_core.workloads.interference import aligned, paired
+from pglimits_core.workloads.interference import aligned, keeping_up, paired
 from pglimits_core.workloads.interference.churn_capacity import (
     CAPACITY,
     capacity_row,
@@ -60,7 +60,8 @@ def run_row(record: dict[str, Any]) -> dict[str, Any]:
             "params": params, "client_bound": manifest.get("client_bound"),
             "durability": durability_class(params.get("side") or "postgres", manifest.get("servers") or {}),
             "path": record.get("path"), "log_entries": (entries := log_entries(record)),
-            "removing_cycles": removing_cycles(entries, params)}
+            "removing_cycles": removing_cycles(entries, params),
+            "churn_low_per_s": keeping_up.lowest_rate(record.get("path"), outcome, params)}
 
 
 def log_entries(record: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -211,14 +212,6 @@ def unknown_bound(rows: pd.DataFrame) -> str:
     return f"{unknown} of {rows.run_id.nunique()} runs: client-bound unknown" if unknown else "none"
 
 
-def sustained(rows: pd.DataFrame) -> bool | None:
-    """The churn met its offered rate in every window (None: no churn)."""
-    offered = pd.to_numeric(rows.churn_rate, errors="coerce")
-    if not (offered > 0).any():
-        return None
-    return bool((pd.to_numeric(rows.jobs_per_s, errors="coerce") >= SUSTAINED_SHARE * offered).all())
-
-
 def _by_repetition(group: pd.DataFrame) -> pd.DataFrame:
     return group.sort_values("repetition", kind="stable")
 
@@ -301,7 +294,7 @@ def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "service_p99_ms": spread(group.service_p99_ms), "lag_p99_ms": spread(group.lag_p99_ms),
                     "max_ms": spread(group.max_ms), "achieved_per_s": spread(group.achieved_per_s, 1),
                     "kept_up": kept_up(group), "jobs_per_s": spread(group.jobs_per_s, 1),
-                    "churn_sustained": sustained(group),
+                    "churn_sustained": keeping_up.sustained(group), "churn_low_per_s": spread(group.churn_low_per_s, 1),
                     "server_cpu_pct": spread(group.server_cpu_pct, 0),
                     "unlike_windows": unlike_windows(group),
                     "autovacuum_cycles": spread(counted_cycles(group), 0),

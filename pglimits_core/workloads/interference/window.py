@@ -29,6 +29,7 @@ from pglimits_core.record.results import RunResult
 from pglimits_core.samplers import SamplerSet
 from pglimits_core.samplers.vacuum import ServerLogTail, VacuumSampler, server_log_path
 from pglimits_core.studies.runner import samplers_for
+from pglimits_core.studies.window_cpu import seen_placement
 
 SERVER = "postgres"
 #: seconds the bystanders may run past the window before BackgroundLoad stops them on its own
@@ -65,6 +66,8 @@ class Measured:
     sampler_errors: dict[str, int] = field(default_factory=dict)
     #: the first seconds of the window, their own phase: left out of every statistic
     warmup_s: float = 0.0
+    #: the placement as configured and as the window's processes had it (read ~2 s in)
+    placement: dict[str, Any] = field(default_factory=dict)
 
 
 #: the bystanders' phase before ``PHASE`` (recorded, left out of the summary and the histograms)
@@ -136,8 +139,11 @@ def measure_window(ctx: Any, roles: list[Role], churn: Churn | None, window_s: f
         sampler_list = [*samplers_for(SERVER, _both(endpoint, queue), tables,
                                       lambda: active_worker_pids() + process.pids()),
                         VacuumSampler(queue.url, tables=tables)]
+        def observe() -> dict[str, Any]:
+            return seen_placement(ctx.placement, [*endpoint.pids, *queue.pids], active_worker_pids() + process.pids())
+
         with SamplerSet(sampler_list) as samplers:
-            measured = _run_tenants(queue.url, roles, churn, (window_s, warmup_s), seed, process, act)
+            measured = _run_tenants(queue.url, roles, churn, (window_s, warmup_s), seed, process, act, observe)
         sampler_start = samplers.threads[0].start_time if samplers.threads else measured.origin_monotonic
         measured.frame = shifted(samplers.dataframe(), sampler_start - measured.origin_monotonic)
         measured.sampler_errors = samplers.errors()
@@ -148,6 +154,32 @@ def measure_window(ctx: Any, roles: list[Role], churn: Churn | None, window_s: f
     return measured
 
 
+class PlacementWatch:
+    """Reads the window's placement once its tenants run (``OBSERVE_AT_S`` in, or halfway
+    through a shorter window), off the measuring thread; ``seen`` stays {} if the window ended
+    first."""
+
+    OBSERVE_AT_S = 2.0
+
+    def __init__(self, observe: Callable[[], dict[str, Any]], window_s: float):
+        self.seen: dict[str, Any] = {}
+        self._timer = threading.Timer(min(self.OBSERVE_AT_S, window_s / 2), self._read, args=(observe,))
+        self._timer.daemon = True
+
+    def _read(self, observe: Callable[[], dict[str, Any]]) -> None:
+        try:
+            self.seen = observe()
+        except Exception as exc:  # noqa: BLE001 — a process gone between listing and reading
+            self.seen = {"error": f"placement not read: {exc}"}
+
+    def __enter__(self) -> PlacementWatch:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
 def _both(endpoint: Any, queue: Any) -> Any:
     """The bystanders' endpoint, its pids joined by the queue instance's when that is another."""
     if queue is endpoint:
@@ -156,7 +188,8 @@ def _both(endpoint: Any, queue: Any) -> Any:
 
 
 def _run_tenants(url: str, roles: list[Role], churn: Churn | None, span: tuple[float, float], seed: int,
-                 process: ToolProcess, act: Callable[[float], dict[str, float]] | None) -> Measured:
+                 process: ToolProcess, act: Callable[[float], dict[str, float]] | None,
+                 observe: Callable[[], dict[str, Any]]) -> Measured:
     """Bystanders from t = 0, the churn right after, the act, until the window ends."""
     thread, (window_s, warmup_s) = None, span
     with WarmedLoad(roles, warmup_s, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load:
@@ -166,12 +199,13 @@ def _run_tenants(url: str, roles: list[Role], churn: Churn | None, span: tuple[f
             thread = ChurnThread(PgbenchLoad(url, churn.script, churn.clients, seconds, op=churn.op,
                                              script_name="churn.sql", rate=churn.rate), process)
             thread.start()
-        events = act(origin) if act is not None else {}
-        sleep_until(origin + window_s)
+        with PlacementWatch(observe, window_s) as placement:
+            events = act(origin) if act is not None else {}
+            sleep_until(origin + window_s)
     if thread is not None:
         thread.join(window_s + 180)
     measured = Measured(load.result, None, origin_epoch, window_s, events, origin_monotonic=origin,
-                        warmup_s=warmup_s)
+                        warmup_s=warmup_s, placement=placement.seen)
     if thread is not None:
         measured.churn_result, measured.churn_error = thread.result, thread.error
     return measured

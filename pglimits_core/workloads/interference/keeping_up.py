@@ -1,0 +1,83 @@
+"""Whether the churn kept its offered rate all through a window, not only on average.
+
+A window's average hides a collapse: a 60-s hold in a 170-s window let the queue fall to a third
+of its rate while held and catch up after, and the window's average still read "sustained". So
+the churn is sustained only where every stretch of the window completed at least
+``SUSTAINED_SHARE`` of the offered jobs/s:
+
+- a window with an act: its own stretches (before, while the act ran, after; the edges the stalls
+  table uses, from the record's ``outcome.stretches``) — the catch-up after it may run above the
+  rate, the stretch while held may not fall below it;
+- any other window: its measured seconds cut in ``THIRDS`` (the churn's completed jobs per
+  second, from the record's ``timeseries.parquet``), so a rate that sags as a backlog grows in
+  the last third is seen.
+
+``lowest_rate`` is that stretch's rate (jobs/s); a record without the per-second counts or the
+stretches gives None, and the window's average alone decides (the older records).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pglimits_core.workloads.interference.points import SUSTAINED_SHARE
+
+THIRDS = 3
+CHURN = "churn"
+
+
+def stretch_rates(stretches: list[dict[str, Any]]) -> list[float]:
+    """Completed jobs/s of each recorded act stretch (``jobs`` over its seconds)."""
+    rates = []
+    for stretch in stretches:
+        jobs = stretch.get("jobs", stretch.get("claims"))
+        seconds = (stretch.get("end_s") or 0) - (stretch.get("start_s") or 0)
+        if jobs is not None and seconds > 0:
+            rates.append(jobs / seconds)
+    return rates
+
+
+def third_rates(path: Any, warmup_s: float, window_s: float) -> list[float]:
+    """Completed jobs/s in each third of the measured seconds (whole seconds from the warm-up's
+    end to the window's), from the churn's per-second counts."""
+    found = Path(path) / "timeseries.parquet" if path else None
+    if found is None or not found.exists() or window_s <= warmup_s:
+        return []
+    try:
+        frame = pd.read_parquet(found, columns=["role", "second", "items"])
+    except (OSError, ValueError, KeyError):
+        return []
+    counts = frame[frame.role == CHURN].groupby("second")["items"].sum()
+    seconds = list(range(int(round(warmup_s)), int(window_s)))
+    if len(seconds) < THIRDS or counts.empty:
+        return []
+    size = len(seconds) // THIRDS
+    parts = [seconds[i * size:(i + 1) * size] for i in range(THIRDS - 1)] + [seconds[(THIRDS - 1) * size:]]
+    return [float(counts.reindex(part, fill_value=0).sum()) / len(part) for part in parts]
+
+
+def lowest_rate(record_path: Any, outcome: dict[str, Any], params: dict[str, Any]) -> float | None:
+    """The lowest completed jobs/s over the window's stretches (module docstring); None without
+    churn or without the evidence."""
+    if not params.get("churn_rate"):
+        return None
+    stretches = outcome.get("stretches") or []
+    rates = (stretch_rates(stretches) if stretches else
+             third_rates(record_path, float(params.get("warmup_s") or 0.0), float(params.get("window_s") or 0.0)))
+    return round(min(rates), 2) if rates else None
+
+
+def sustained(rows: pd.DataFrame) -> bool | None:
+    """The churn met its offered rate in every window, over the window and in each of its
+    stretches (None: no churn)."""
+    offered = pd.to_numeric(rows.churn_rate, errors="coerce")
+    if not (offered > 0).any():
+        return None
+    enough = pd.to_numeric(rows.jobs_per_s, errors="coerce") >= SUSTAINED_SHARE * offered
+    lowest = pd.to_numeric(rows.get("churn_low_per_s", pd.Series(index=rows.index, dtype=float)), errors="coerce")
+    # a stretch not recorded does not overrule the window's average
+    throughout = lowest.isna() | (lowest >= SUSTAINED_SHARE * offered)
+    return bool((enough & throughout).all())

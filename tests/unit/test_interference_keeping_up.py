@@ -1,0 +1,65 @@
+"""The churn is sustained only where every stretch of its window kept the offered rate: a window's
+average that hides a collapse while held (or a sag as the backlog grows) does not pass."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pglimits_core.workloads.interference.colocation import hold_cells
+from pglimits_core.workloads.interference.keeping_up import (
+    lowest_rate,
+    stretch_rates,
+    sustained,
+    third_rates,
+)
+
+
+def write_counts(path, per_second: list[int], first_second: int = 0) -> None:
+    rows = [{"role": "churn", "second": first_second + i, "items": n} for i, n in enumerate(per_second)]
+    rows += [{"role": "fts", "second": i, "items": 5} for i in range(len(per_second))]
+    pd.DataFrame(rows).to_parquet(path / "timeseries.parquet")
+
+
+def test_a_window_whose_last_third_sagged_is_not_sustained_though_its_average_is(tmp_path):
+    # 2 s of warm-up, then 30 s: 130/s, 130/s, 40/s by thirds — an average of 100/s, the offered rate
+    write_counts(tmp_path, [100, 100] + [130] * 10 + [130] * 10 + [40] * 10)
+    params = {"churn_rate": 100.0, "warmup_s": 2.0, "window_s": 32.0}
+    assert third_rates(tmp_path, 2.0, 32.0) == [130.0, 130.0, 40.0]
+    low = lowest_rate(tmp_path, {}, params)
+    assert low == 40.0
+    rows = pd.DataFrame([{"churn_rate": 100.0, "jobs_per_s": 100.0, "churn_low_per_s": low}])
+    assert sustained(rows) is False
+    assert sustained(rows.assign(churn_low_per_s=96.0)) is True
+
+
+def test_an_act_window_is_read_by_its_own_stretches_and_the_catch_up_may_run_above_the_rate():
+    stretches = [{"stretch": "before", "start_s": 2.0, "end_s": 20.0, "jobs": 1800},
+                 {"stretch": "during", "start_s": 20.0, "end_s": 80.0, "jobs": 2000},
+                 {"stretch": "after", "start_s": 80.0, "end_s": 170.0, "jobs": 13000}]
+    assert [round(r) for r in stretch_rates(stretches)] == [100, 33, 144]
+    assert lowest_rate(None, {"stretches": stretches}, {"churn_rate": 100.0}) == 33.33
+
+
+def test_no_churn_or_no_evidence_leaves_the_window_average_to_decide(tmp_path):
+    assert lowest_rate(tmp_path, {}, {"churn_rate": 0, "window_s": 30}) is None
+    assert lowest_rate(tmp_path, {}, {"churn_rate": 100.0, "warmup_s": 2, "window_s": 32}) is None  # no timeseries
+    rows = pd.DataFrame([{"churn_rate": 100.0, "jobs_per_s": 97.0, "churn_low_per_s": None}])
+    assert sustained(rows) is True
+    assert sustained(rows.assign(jobs_per_s=90.0)) is False
+    assert sustained(pd.DataFrame([{"churn_rate": 0, "jobs_per_s": 0}])) is None
+
+
+def hold_rows(mechanism, during_ratio, completed, offered=1000.0):
+    return [{"mechanism": mechanism, "repetition": 0, "stretch": "before", "fts_p99_ms_median_s": 10.0,
+             "completed_per_s": offered, "offered_per_s": offered},
+            {"mechanism": mechanism, "repetition": 0, "stretch": "during", "fts_p99_ms_median_s": 10.0 * during_ratio,
+             "completed_per_s": completed, "offered_per_s": offered}]
+
+
+def test_a_hold_the_bystander_rode_through_is_not_carried_if_the_queue_fell_behind_while_held():
+    stalls = pd.DataFrame(hold_rows("idle_xid_30s", 1.1, 990.0) + hold_rows("idle_xid_60s", 1.1, 340.0))
+    cell = next(c for c in hold_cells(stalls) if c.scale.startswith("co-location: full-text search") and "XID" in c.scale)
+    assert cell.postgres.value == 30
+    assert cell.figures[0] == ("holds through 30 s; churn fell to 340 of 1,000 jobs/s while held (1 of 1 runs) "
+                               "at 60 s (during ÷ before ×1.10)")
+    assert "completing ≥ 95% of its offered jobs/s while held" in cell.target
