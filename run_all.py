@@ -245,6 +245,7 @@ def run(args: argparse.Namespace, names: list[str]) -> int:
           f"{executed_dir(args.profile)}; figures in {args.figures_dir or profile_figures_dir(args.profile)}; "
           f"tables and report.html in {profile_results_dir(args.profile)}")
     print_failed_points(args.profile, names)
+    print_server_deaths(args.profile, names)
     if any(s["status"] == FAILED_POINTS for s in failed.values()):
         print(f"run_all: to measure only what failed: python run_all.py --profile {args.profile} --resume")
     if args.profile == "full" and not failed:  # the one profile whose results are committed
@@ -298,6 +299,24 @@ def print_failed_points(profile: str, notebooks: list[str]) -> None:
         for (server, why), count in groups.items():
             print(f"run_all: {workload_of(notebook)}: {server}: {why}: {count} point{'s' * (count != 1)} not measured",
                   file=sys.stderr)
+
+
+def server_deaths(profile: str, notebook: str) -> list[dict]:
+    """The servers that died while the notebook's last study ran (``studies.watch``), each
+    restarted or not: a complete notebook can still have lost a server and re-measured points."""
+    name = workload_of(notebook)
+    outcome = read_outcome(profile_runs_dir(profile), name) if name else None
+    return list((outcome or {}).get("deaths") or [])
+
+
+def print_server_deaths(profile: str, notebooks: list[str]) -> None:
+    """One line per server death: which, how, when, and whether the study restarted it."""
+    for notebook in notebooks:
+        for death in server_deaths(profile, notebook):
+            after = ("restarted, its points measured again" if death.get("restarted")
+                     else f"not restarted: {death.get('restart_error') or 'see the record'}")
+            print(f"run_all: {workload_of(notebook)}: {death.get('server')} died ({death.get('how')}) at "
+                  f"{death.get('at')}; {after}", file=sys.stderr)
 
 
 def headline(error: str) -> str:

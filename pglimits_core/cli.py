@@ -21,7 +21,13 @@ from pglimits_core.servers.base import Server
 from pglimits_core.servers.registry import SERVERS, server_class, validate_names
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="PGLimits: how far one tuned PostgreSQL 16 replaces dedicated systems.")
+                  help="PGLimits: how far one tuned PostgreSQL 16 replaces dedicated systems.\n\n"
+                       "Run the study: `make study` (the quick profile end to end: servers, datasets, every "
+                       "notebook, figures and the report), `make study PROFILE=full ONLY=queue`, or "
+                       "`python run_all.py --profile full --only queue [--resume]`. Read the results: "
+                       "README.md, docs/RESULTS.md and the report, data/results/<machine>/<profile>/report.html "
+                       "(`make results` rebuilds them from the committed records). The commands below manage "
+                       "the servers, datasets and benchmarks one at a time.")
 servers_app = typer.Typer(no_args_is_help=True, help="Start, inspect and stop the real servers.")
 app.add_typer(servers_app, name="servers")
 console = Console()
