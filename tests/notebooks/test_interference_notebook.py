@@ -58,7 +58,8 @@ def check_dedicated(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None
     assert churn["tenants"]["churn"]["count"] > 0
 CAPACITIES = ("churn_capacity", "bystander_capacity")
 POSTGRES_WINDOWS = ("baseline", "churn", "control", "held_xmin", "autovacuum_off", "idle_xid_1.2s", "rr_query_1.2s",
-                    "churn | tuned_autovacuum", "idle_xid_1.2s | holder_timeout", "idle_xid_1.2s | partition_rotation")
+                    "churn | tuned_autovacuum", "idle_xid_1.2s | holder_timeout", "idle_xid_1.2s | partition_rotation",
+                    "churn | batch_claim", "rr_query_1.2s | holder_timeout")
 
 
 def check_capacities(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None:
@@ -100,10 +101,14 @@ def check_placement(by_window: dict[tuple[str, str], tuple[Path, dict]]) -> None
 def check_new_acts(manifests: dict[str, tuple[Path, dict]]) -> None:
     """The holds released, the server's timeout ending one early, the rotation running beside a
     hold and losing nothing it could not account for, the tuned settings on the queue table."""
-    for mechanism in ("idle_xid_1.2s", "rr_query_1.2s", "idle_xid_1.2s | holder_timeout"):
+    for mechanism in ("idle_xid_1.2s", "rr_query_1.2s", "idle_xid_1.2s | holder_timeout", "rr_query_1.2s | holder_timeout"):
         events = manifests[mechanism][1]["params"]["outcome"]["events"]
         assert events["holder_gone"] is True, mechanism
-    assert manifests["idle_xid_1.2s | holder_timeout"][1]["params"]["outcome"]["events"]["horizon_released_s"] > 0
+    for mechanism in ("idle_xid_1.2s | holder_timeout", "rr_query_1.2s | holder_timeout"):  # the server's timeout ended it
+        assert manifests[mechanism][1]["params"]["outcome"]["events"]["horizon_released_s"] > 0, mechanism
+    # ten (here five) jobs a transaction at the same jobs/s: the offered rate in jobs, the count in jobs
+    batched, plain = (manifests[m][1]["params"]["outcome"]["churn"] for m in ("churn | batch_claim", "churn"))
+    assert batched["offered_per_s"] == plain["offered_per_s"] and batched["jobs_per_s"] > 0.5 * plain["jobs_per_s"]
     rotated = manifests["idle_xid_1.2s | partition_rotation"][1]["params"]["outcome"]["events"]["rotation"]
     assert rotated["error"] is None and rotated["attempts"], rotated
     options = manifests["churn | tuned_autovacuum"][1]["params"]["outcome"]["start_state"]["queue_reloptions"]

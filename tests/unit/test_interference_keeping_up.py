@@ -63,3 +63,33 @@ def test_a_hold_the_bystander_rode_through_is_not_carried_if_the_queue_fell_behi
     assert cell.figures[0] == ("holds through 30 s; churn fell to 340 of 1,000 jobs/s while held (1 of 1 runs) "
                                "at 60 s (during ÷ before ×1.10)")
     assert "completing ≥ 95% of its offered jobs/s while held" in cell.target
+
+
+def test_a_worst_second_in_which_the_load_set_was_saturated_is_named_load_bound():
+    from pglimits_core.workloads.interference.stalls import load_evidence
+
+    frame = pd.DataFrame([{"sampler": "host", "t": t + 0.4, "client_cpu_pct": 96.0 if t == 5 else 20.0,
+                           "harness_cpu_pct": 1.0} for t in range(10)]
+                         + [{"sampler": "postgres", "t": 5.4, "client_cpu_pct": None, "harness_cpu_pct": None}])
+    values = {"start_s": 0.0, "end_s": 10.0, "fts_worst_at_s": 5.0, "vector_worst_at_s": 2.0, "oltp_worst_at_s": None}
+    assert load_evidence(frame, values, 1) == {"load_saturated_s": 1, "worst_s_load_bound": "fts"}
+    assert load_evidence(frame, {**values, "fts_worst_at_s": 3.0}, 1)["worst_s_load_bound"] == "none"
+    # two load CPUs: 97 % of one core is not the set saturated; the placement not recorded: not known
+    assert load_evidence(frame, values, 2) == {"load_saturated_s": 0, "worst_s_load_bound": "none"}
+    assert load_evidence(frame, values, None) == {"load_saturated_s": None, "worst_s_load_bound": None}
+
+
+def test_a_hold_a_timeout_released_counts_the_seconds_it_stood_not_the_planned_span(tmp_path):
+    """The act's stretch runs to its planned end (300 s), averaging a 30-s stall with the catch-up;
+    the seconds the horizon stood are read on their own."""
+    write_counts(tmp_path, [1000] * 20 + [470] * 30 + [1100] * 250)
+    events = {"act_start_s": 20.0, "act_end_s": 300.0, "horizon_released_s": 30.0}
+    from pglimits_core.workloads.interference.keeping_up import held_rate
+
+    assert held_rate(tmp_path, events) == (30.0, 470.0)
+    stretches = [{"stretch": "before", "start_s": 2.0, "end_s": 20.0, "jobs": 18000},
+                 {"stretch": "during", "start_s": 20.0, "end_s": 300.0, "jobs": 281000},
+                 {"stretch": "after", "start_s": 300.0, "end_s": 300.0, "jobs": 0}]
+    outcome = {"stretches": stretches, "events": events}
+    assert lowest_rate(tmp_path, outcome, {"churn_rate": 1000.0}) == 470.0
+    assert held_rate(tmp_path, {"act_start_s": 20.0}) is None

@@ -82,3 +82,23 @@ def test_benjamini_hochberg_on_known_p_values():
     # a missing q read back from a table is NaN, not None: still "cannot tell"
     assert perm.verdict(float("nan"), 0, "no run with seconds both inside and outside a span") == (
         "cannot tell (no run with seconds both inside and outside a span)")
+
+
+def test_an_act_window_is_tested_on_its_seconds_before_the_act_only():
+    """A released hold's vacuum runs inside the churn's catch-up: those seconds would credit the
+    vacuum with the act's effect, so only the seconds before the act are compared."""
+    from pglimits_core.workloads.interference.aligned import run_stats
+
+    seconds = list(range(60))
+    p99 = [10.0] * 60
+    for s in range(40, 50):  # the catch-up after the act, with a vacuum in it
+        p99[s] = 80.0
+    outcome = {"series": {"second": seconds, "fts_p99_ms": p99},
+               "events": {"act_start_s": 20.0, "act_end_s": 35.0},
+               "vacuum": {"spans": [{"table": "jobs", "kind": "vacuum", "start_s": 8.0, "end_s": 9.5},
+                                    {"table": "jobs", "kind": "vacuum", "start_s": 40.0, "end_s": 49.5}]}}
+    _, vacuums, _, inside = run_stats(outcome, "fts", 2.0)
+    assert vacuums == 1 and inside == 2  # the vacuum at 8-9.5 s only: seconds 8 and 9
+    plain = {**outcome, "events": {}}
+    _, vacuums, _, inside = run_stats(plain, "fts", 2.0)
+    assert vacuums == 2 and inside == 12

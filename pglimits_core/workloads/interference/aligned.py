@@ -7,8 +7,10 @@ the autovacuum and auto-ANALYZE spans (``vacuum.spans`` with table and kind; old
 (``params.warmup_s``; older records had none: the first ``WARMUP_S`` seconds are dropped here,
 the reset left a start-up transient there). Each row states the pooled test's minimum detectable
 effect (``permutation.Pooled.min_detectable_ms``): "none shown" is only as informative as that.
-An act window (held xmin, autovacuum off) leaves out the seconds containing the act's start and
-its end (``without_edges``) before shifting.
+An act window (a hold, autovacuum off) is tested on its seconds before the act only
+(``before_act``): from the act on, the act moves the load and the vacuums together — a released
+hold's debt-paying vacuum runs inside the churn's catch-up surge, autovacuum off has none — so a
+p99 inside a vacuum there cannot be told from the act's own effect.
 """
 
 from __future__ import annotations
@@ -47,21 +49,22 @@ def act_edges(outcome: dict[str, Any]) -> list[float]:
     return [float(events[k]) for k in ("act_start_s", "act_end_s") if events.get(k) is not None]
 
 
-def without_edges(seconds: Any, values: Any, edges: list[float]) -> tuple[Any, Any]:
-    """The seconds that contain none of ``edges``: at the act's end the RESET or release, the
-    dead-tuple peak and the debt-paying vacuum coincide (and held xmin's act-end second spikes
-    without any vacuum), so an edge second cannot be attributed to the vacuum run."""
-    edge = np.isin(np.floor(np.asarray(seconds, dtype=float)), np.floor(np.asarray(edges, dtype=float)))
-    return seconds[~edge], values[~edge]
+def before_act(seconds: Any, values: Any, edges: list[float]) -> tuple[Any, Any]:
+    """An act window's whole seconds before its act starts (all of a plain window's)."""
+    if not edges:
+        return seconds, values
+    keep = np.floor(np.asarray(seconds, dtype=float)) + 1 <= min(edges) + 1e-9
+    return seconds[keep], values[keep]
 
 
 def run_stats(outcome: dict[str, Any], tenant: str, warmup_s: float) -> tuple[Any, int, int, int]:
     """One run's shift statistics for a tenant, its vacuum and analyze spans after the warm-up,
-    and its inside seconds (an act window's edge seconds left out: ``without_edges``)."""
+    and its inside seconds (an act window's seconds before the act only: ``before_act``)."""
     series = outcome.get("series") or {}
     seconds, values = perm.kept(series.get("second") or [], series.get(f"{tenant}_p99_ms") or [], warmup_s)
-    seconds, values = without_edges(seconds, values, act_edges(outcome))
-    spans = [s for s in spans_of(outcome) if s["end_s"] >= warmup_s and s["start_s"] < len(series.get("second") or [])]
+    seconds, values = before_act(seconds, values, act_edges(outcome))
+    last = min(act_edges(outcome), default=float(len(series.get("second") or [])))
+    spans = [s for s in spans_of(outcome) if s["end_s"] >= warmup_s and s["start_s"] < last]
     mask = perm.inside_mask(seconds, [(s["start_s"], s["end_s"]) for s in spans])
     vacuums = sum(1 for s in spans if s["kind"] != "analyze")
     return perm.shift_stats(values, mask), vacuums, len(spans) - vacuums, int(mask.sum())

@@ -74,6 +74,9 @@ RESETTABLE_OPTIONS = ("autovacuum_enabled", "autovacuum_vacuum_scale_factor", "a
 APPEND_ONLY_OPTIONS = "autovacuum_vacuum_insert_threshold = -1"
 #: the enqueue, with the payload built server-side: pgbench has no bytea-array variable
 ENQUEUE_ONE_SQL = "INSERT INTO {table} (payload) VALUES (decode(repeat('78', :payload_bytes), 'hex'))"
+#: ``batch`` jobs in one INSERT (the batch_claim mitigation's enqueue)
+ENQUEUE_MANY_SQL = ("INSERT INTO {table} (payload) SELECT decode(repeat('78', :payload_bytes), 'hex') "
+                    "FROM generate_series(1, :batch)")
 PREFILL_SQL = ("INSERT INTO {table} (payload) SELECT decode(repeat('78', %s), 'hex') "
                "FROM generate_series(1, %s)")
 CONTROL_SCHEMA_SQL = [
@@ -108,11 +111,15 @@ def pgbench_sql(statement: str, *variables: str) -> str:
     return "".join(part + (f":{name}" if name else "") for part, name in zip(parts, [*variables, ""], strict=True))
 
 
-def churn_script(payload_bytes: int, enqueue: str | None = None, claim: str = CLAIM_SQL, ack: str = ACK_SQL) -> str:
+def churn_script(payload_bytes: int, enqueue: str | None = None, claim: str = CLAIM_SQL, ack: str = ACK_SQL,
+                 batch: int = 1) -> str:
     """One job per transaction: enqueue, two-phase claim (batch 1), ack — the queue study's
-    statements, or another queue's (``rotation``: the same statements on a partitioned table)."""
-    enqueue = ENQUEUE_ONE_SQL.format(table=QUEUE_TABLE) if enqueue is None else enqueue
-    return (f"\\set batch 1\n\\set payload_bytes {int(payload_bytes)}\n"
+    statements, or another queue's (``rotation``: the same statements on a partitioned table).
+    ``batch`` > 1 (the ``batch_claim`` mitigation): that many jobs per transaction, each step one
+    statement for all of them."""
+    if enqueue is None:
+        enqueue = (ENQUEUE_ONE_SQL if batch == 1 else ENQUEUE_MANY_SQL).format(table=QUEUE_TABLE)
+    return (f"\\set batch {int(batch)}\n\\set payload_bytes {int(payload_bytes)}\n"
             f"{enqueue};\n"
             f"WITH claimed AS ({pgbench_sql(claim, 'client_id', 'batch')})\n"
             "SELECT coalesce(array_agg(id), '{}') AS ids FROM claimed \\gset\n"

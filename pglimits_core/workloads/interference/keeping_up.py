@@ -10,7 +10,8 @@ the churn is sustained only where every stretch of the window completed at least
   rate, the stretch while held may not fall below it;
 - any other window: its measured seconds cut in ``THIRDS`` (the churn's completed jobs per
   second, from the record's ``timeseries.parquet``), so a rate that sags as a backlog grows in
-  the last third is seen.
+  the last third is seen;
+- a hold a server timeout released early: also the seconds it stood (``held_rate``).
 
 ``lowest_rate`` is that stretch's rate (jobs/s); a record without the per-second counts or the
 stretches gives None, and the window's average alone decides (the older records).
@@ -21,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pglimits_core.workloads.interference.points import SUSTAINED_SHARE
@@ -40,33 +42,57 @@ def stretch_rates(stretches: list[dict[str, Any]]) -> list[float]:
     return rates
 
 
-def third_rates(path: Any, warmup_s: float, window_s: float) -> list[float]:
-    """Completed jobs/s in each third of the measured seconds (whole seconds from the warm-up's
-    end to the window's), from the churn's per-second counts."""
+def churn_counts(path: Any) -> pd.Series:
+    """The churn's completed jobs per whole second of the window (empty: not recorded)."""
     found = Path(path) / "timeseries.parquet" if path else None
-    if found is None or not found.exists() or window_s <= warmup_s:
-        return []
+    if found is None or not found.exists():
+        return pd.Series(dtype=float)
     try:
         frame = pd.read_parquet(found, columns=["role", "second", "items"])
     except (OSError, ValueError, KeyError):
+        return pd.Series(dtype=float)
+    return frame[frame.role == CHURN].groupby("second")["items"].sum().astype(float)
+
+
+def mean_rate(counts: pd.Series, low: float, high: float) -> float | None:
+    """Jobs/s over the whole seconds [s, s + 1) inside [low, high) (None: no whole second)."""
+    seconds = list(range(int(np.ceil(low - 1e-9)), int(np.floor(high + 1e-9))))
+    if not seconds or counts.empty:
+        return None
+    return float(counts.reindex(seconds, fill_value=0).sum()) / len(seconds)
+
+
+def third_rates(path: Any, warmup_s: float, window_s: float) -> list[float]:
+    """Completed jobs/s in each third of the measured seconds (whole seconds from the warm-up's
+    end to the window's), from the churn's per-second counts."""
+    counts = churn_counts(path)
+    if counts.empty or window_s - warmup_s < THIRDS:
         return []
-    counts = frame[frame.role == CHURN].groupby("second")["items"].sum()
-    seconds = list(range(int(round(warmup_s)), int(window_s)))
-    if len(seconds) < THIRDS or counts.empty:
-        return []
-    size = len(seconds) // THIRDS
-    parts = [seconds[i * size:(i + 1) * size] for i in range(THIRDS - 1)] + [seconds[(THIRDS - 1) * size:]]
-    return [float(counts.reindex(part, fill_value=0).sum()) / len(part) for part in parts]
+    edges = np.linspace(round(warmup_s), int(window_s), THIRDS + 1)
+    return [rate for low, high in zip(edges, edges[1:], strict=False)
+            if (rate := mean_rate(counts, float(np.floor(low)), float(np.floor(high)))) is not None]
+
+
+def held_rate(path: Any, events: dict[str, Any]) -> tuple[float, float | None] | None:
+    """Where a server timeout released a hold before the act's planned end: (seconds held, the
+    churn's jobs/s over them). The act's recorded stretches run to the planned end, so they
+    average the stall with the catch-up after the release; this is the stall alone."""
+    released, start = events.get("horizon_released_s"), events.get("act_start_s")
+    if released is None or start is None:
+        return None
+    return float(released), mean_rate(churn_counts(path), float(start), float(start) + float(released))
 
 
 def lowest_rate(record_path: Any, outcome: dict[str, Any], params: dict[str, Any]) -> float | None:
-    """The lowest completed jobs/s over the window's stretches (module docstring); None without
-    churn or without the evidence."""
+    """The lowest completed jobs/s over the window's stretches (module docstring), the seconds a
+    released hold stood among them; None without churn or without the evidence."""
     if not params.get("churn_rate"):
         return None
     stretches = outcome.get("stretches") or []
     rates = (stretch_rates(stretches) if stretches else
              third_rates(record_path, float(params.get("warmup_s") or 0.0), float(params.get("window_s") or 0.0)))
+    held = held_rate(record_path, outcome.get("events") or {})
+    rates += [held[1]] if held and held[1] is not None else []
     return round(min(rates), 2) if rates else None
 
 

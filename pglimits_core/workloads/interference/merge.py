@@ -54,7 +54,7 @@ def merged_result(measured: Any, load: Any) -> RunResult:
         return bystanders
     step = churn_step(measured, load)
     error = churn_error(measured)
-    role = RoleInfo(ROLE, step.op, "open", step.workers, offered_rate=load.rate)
+    role = RoleInfo(ROLE, step.op, "open", step.workers, offered_rate=load.jobs_per_s)
     rows = pd.DataFrame.from_records([{"role": ROLE, "op": step.op, **row} for row in step.seconds])
     timeseries = pd.concat([bystanders.timeseries, rows], ignore_index=True) if len(rows) else bystanders.timeseries
     errors = "; ".join(e for e in (bystanders.error, error and f"churn: {error}") if e) or None

@@ -53,8 +53,9 @@ def mitigation_row(base: str, mitigation: str, level: float, mitigated: pd.DataF
 
 
 def during(stalls: pd.DataFrame, mechanism: str, what: str) -> float | None:
-    """While the act ran: the churn's completed jobs per second (``rate``) or the largest
-    dead-tuple reading (``dead``), median over the repetitions; None where the window had no act."""
+    """While the act ran: the churn's completed jobs per second (``rate``; for a hold a server
+    timeout released, over the seconds it stood) or the largest dead-tuple reading (``dead``),
+    median over the repetitions; None where the window had no act."""
     if stalls.empty or not {"mechanism", "stretch"} <= set(stalls):
         return None
     rows = stalls[(stalls.mechanism == mechanism) & (stalls.stretch == "during")]
@@ -65,6 +66,8 @@ def during(stalls: pd.DataFrame, mechanism: str, what: str) -> float | None:
     else:
         seconds = pd.to_numeric(rows.end_s, errors="coerce") - pd.to_numeric(rows.start_s, errors="coerce")
         values = pd.to_numeric(rows.jobs, errors="coerce") / seconds.where(seconds > 0)
+        if "held_completed_per_s" in rows:  # a hold a timeout released: the seconds it stood
+            values = pd.to_numeric(rows.held_completed_per_s, errors="coerce").fillna(values)
     values = values.dropna()
     return None if values.empty else round(float(values.median()), 1)
 

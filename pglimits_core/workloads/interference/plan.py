@@ -145,7 +145,8 @@ def mitigated_windows(section: Any, planned: list[tuple[str, float, float, Any]]
                                 "name a planned mechanism and level (see the plan's windows)")
         change = {"mitigation": m.name, **({"settings": m.settings()} if m.settings() else {}),
                   **({"timeout_s": m.timeout_s} if m.timeout_s else {}),
-                  **({"period_s": m.period_s} if m.name == "partition_rotation" else {})}
+                  **({"period_s": m.period_s} if m.name == "partition_rotation" else {}),
+                  **({"batch": m.batch} if m.name == "batch_claim" else {})}
         found.append((mitigated(m.mechanism, m.name), m.level, base[2], {**(base[3] or {}), **change}))
     return found
 

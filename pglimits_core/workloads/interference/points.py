@@ -92,14 +92,16 @@ def rotated(act: dict[str, Any] | None) -> bool:
 
 def churn_load(mechanism: str, rate: float, knobs: Knobs, act: dict[str, Any] | None = None) -> Churn | None:
     """pgbench's script for the mechanism (the control's makes no dead tuple; a rotated window's
-    runs on the partitioned queue); None at level 0."""
+    runs on the partitioned queue; a batch_claim window's moves ``batch`` jobs a transaction at
+    the same jobs/s); None at level 0."""
     if rate <= 0:
         return None
     if mechanism == "control":
-        script = churn.control_script(knobs.payload_bytes)
-    else:
-        script = (rotation.churn_script if rotated(act) else churn.churn_script)(knobs.payload_bytes)
-    return Churn(script, rate, knobs.churn_clients)
+        return Churn(churn.control_script(knobs.payload_bytes), rate, knobs.churn_clients)
+    if rotated(act):
+        return Churn(rotation.churn_script(knobs.payload_bytes), rate, knobs.churn_clients)
+    batch = int((act or {}).get("batch", 1))  # the batch_claim mitigation: as many jobs/s, batch per transaction
+    return Churn(churn.churn_script(knobs.payload_bytes, batch=batch), rate / batch, knobs.churn_clients, batch=batch)
 
 
 def the_act(mechanism: str, url: str, act: dict[str, Any] | None, window_s: float):
@@ -278,7 +280,7 @@ def window_outcome(measured: Any, load: Churn | None, knobs: Knobs, seed: int) -
         tenants_seen["churn"] = evidence.sample_stats(claims.latency_us.to_numpy())
     return {"tenants": tenants_seen, "events": measured.events, "sampler_errors": measured.sampler_errors,
             "warmup_s": knobs.warmup_s, "seed": seed,
-            "churn": churn_rates(load.rate if load else 0, len(claims) / (measured.window_s - knobs.warmup_s),
+            "churn": churn_rates(load.jobs_per_s if load else 0, len(claims) / (measured.window_s - knobs.warmup_s),
                                  failed=measured.churn_failed, error=measured.churn_error),
             "vacuum": vacuum_outcome(spans, source, knobs),
             "alignment": {role: evidence.alignment(s, spans, knobs.warmup_s) for role, s in series.items()},

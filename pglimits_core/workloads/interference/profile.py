@@ -131,15 +131,19 @@ class Mitigation(Strict):
       (``idle_in_transaction_session_timeout`` / ``statement_timeout``, what production sets);
     - ``partition_rotation``: the churn on a queue partitioned into a ring of slots, the oldest
       truncated every ``period_s`` once drained (``rotation``: PgQ's way; no vacuum needed,
-      whatever horizon is held).
+      whatever horizon is held);
+    - ``batch_claim``: the churn moves ``batch`` jobs per transaction — one INSERT of ``batch``
+      jobs, one claim of ``batch``, one ack of them — at the same jobs/s (``batch`` times fewer
+      transactions, commits and WAL flushes; the same dead tuples per job).
     """
 
-    name: Literal["tuned_autovacuum", "holder_timeout", "partition_rotation"]
+    name: Literal["tuned_autovacuum", "holder_timeout", "partition_rotation", "batch_claim"]
     mechanism: str
     level: PositiveFloat
     vacuum_threshold: PositiveInt = 1000
     timeout_s: PositiveFloat | None = None
     period_s: PositiveFloat = 20.0
+    batch: PositiveInt = 10
     repetitions: PositiveInt = 1
 
     @model_validator(mode="after")
@@ -149,6 +153,8 @@ class Mitigation(Strict):
         if self.name == "holder_timeout" and (self.timeout_s is None or not is_hold(self.mechanism)):
             raise ValueError(f"holder_timeout needs timeout_s and a hold's mechanism (idle_xid_<s>s, "
                              f"rr_query_<s>s), not {self.mechanism!r}")
+        if self.name == "batch_claim" and self.batch < 2:
+            raise ValueError(f"batch_claim needs batch >= 2 (1 is the unmitigated churn), not {self.batch}")
         if self.name == "partition_rotation" and not (self.mechanism == "churn" or is_hold(self.mechanism)):
             raise ValueError(f"partition_rotation rotates the churn's queue: a churn level or a hold, "
                              f"not {self.mechanism!r}")

@@ -63,14 +63,17 @@ CAPTIONS = {
     "alignment": ("Does a tenant's per-second p99 rise while autovacuum or auto-ANALYZE runs? Repetitions pooled, "
                   "exact p = k/n, Benjamini–Hochberg q across rows; the minimum detectable effect is the mean "
                   "inside − outside per run a one-sided 0.05 test finds with 80 % power (before BH). An act window "
-                  "leaves out the seconds containing the act's start and its end: at the end the RESET or release, "
-                  "the dead-tuple peak and the debt-paying vacuum coincide, and held xmin's act-end second spikes "
-                  "without any vacuum, so an edge second cannot be attributed to the vacuum run"),
+                  "is tested on its seconds before the act only: from the act on, the act moves the load and the "
+                  "vacuums together (a released hold's vacuum runs inside the churn's catch-up; autovacuum off has "
+                  "none), so a p99 inside a vacuum there could not be told from the act's own effect"),
     "stalls": ("Held xmin, autovacuum off and the holds: before, during, after the act (edges at the act's exact start and end; "
                "job = the churn's enqueue+claim+ack transaction), and the next autovacuum of the queue table after "
                "the act: how long after the act's end it started, its elapsed time and the tuples it removed; per "
                "stretch, the median buffer hits per second and the queue's vacuums that started in it (tuples "
-               "removed, not yet removable)"),
+               "removed, not yet removable), the churn's offered and completed jobs/s (`held_s`, "
+               "`held_completed_per_s`: a hold a server timeout released early, the seconds it stood), and the "
+               "seconds the load's CPU set was saturated (`worst_s_load_bound`: the bystanders whose worst second "
+               "was one of them — that second describes the load generator, not the server)"),
     "mitigations": ("What postpones the split: each mitigation (one run) beside the same mechanism unmitigated at the "
                     "same churn level — jobs completed per second over the window and while the hold ran, dead tuples "
                     "during it, each tenant's p99 (unmitigated churn levels: median (min–max) of their runs; one run "
@@ -166,6 +169,17 @@ def completed_rate(stretch: pd.DataFrame) -> str:
     return "—" if rates.empty else f"{rates.median():,.0f}"
 
 
+def held_said(during: pd.DataFrame) -> str:
+    """A hold a server timeout released: how long it stood and the churn's jobs/s meanwhile (the
+    act's stretch runs to its planned end, averaging the stall with the catch-up)."""
+    held = pd.to_numeric(during.get("held_s"), errors="coerce").dropna() if "held_s" in during else pd.Series()
+    if held.empty:
+        return ""
+    rate = pd.to_numeric(during.held_completed_per_s, errors="coerce").dropna()
+    return (f" (the timeout released the horizon after {_range(held, 1, ' s')}: "
+            f"{_range(rate, 0)} jobs/s while it stood)")
+
+
 def _range(values: pd.Series, digits: int = 2, unit: str = "") -> str:
     """min–max, or the one value where there is one (a run's figure is no range)."""
     values = pd.to_numeric(values, errors="coerce").dropna()
@@ -201,7 +215,8 @@ def act_lines(stalls: pd.DataFrame) -> list[str]:
             f"{_spread(by['before'].job_p99_ms, one=runs == 1)} ms before the act, "
             f"{_spread(by['during'].job_p99_ms, one=runs == 1)} ms during it (x{_range(rose[mechanism])}"
             f"{'' if runs == 1 else ' per repetition'}); jobs completed per second before / during / after it: "
-            f"{' / '.join(completed_rate(by[name]) for name in ('before', 'during', 'after'))}; dead "
+            f"{' / '.join(completed_rate(by[name]) for name in ('before', 'during', 'after'))}"
+            f"{held_said(by['during'])}; dead "
             f"tuples during the act {most}; next autovacuum of the queue "
             f"{_range(after.get('next_autovacuum_after_act_s'), 1, ' s')} after the act, running "
             f"{_range(after.get('that_vacuum_elapsed_s'), 2, ' s')} and removing "
@@ -257,14 +272,25 @@ def compared_acts(stalls: pd.DataFrame) -> list[str]:
 
 
 def split_lines(sides: pd.DataFrame) -> list[str]:
-    """Per bystander and level: Postgres vs dedicated inflation, the reading and what makes the sides unlike."""
+    """Per bystander and level: one Postgres vs the dedicated engines (and, where it ran, the queue
+    on its own Postgres instance), the reading and what makes the sides unlike."""
     if sides.empty or "reading" not in sides:
         return []
     rows = sides[sides.tenant.isin(BYSTANDERS)]
-    return [f"- Interference split ({row.tenant}, churn level {row.level:g}): Postgres {ratio(row, 'postgres')} vs "
-            f"dedicated {ratio(row, 'dedicated')}: {row.reading}; churn durability {klass(row.postgres_durability)} vs "
-            f"{klass(row.dedicated_durability)}; caveats: {row.caveat}"
+    return [f"- Interference sides ({row.tenant}, churn level {row.level:g}): one Postgres {ratio(row, 'postgres')} "
+            f"vs dedicated engines {ratio(row, 'dedicated')}{own_instance(row)}: {row.reading}; churn durability "
+            f"{klass(row.postgres_durability)} vs {klass(row.dedicated_durability)}"
+            + (f"; caveats: {row.caveat}" if row.caveat not in (None, "none") else "")
             for row in rows.itertuples()]
+
+
+def own_instance(row) -> str:
+    """The split side's ratio at the level, where it ran (shown, not read against the others)."""
+    if pd.isna(getattr(row, "split_ratio", None)):
+        return ""
+    sustained = getattr(row, "split_churn_sustained", None)
+    note = " (its churn not sustained)" if sustained is False or sustained == 0 else ""
+    return f" (the queue on its own Postgres instance {ratio(row, 'split')}{note})"
 
 
 def klass(value) -> str:

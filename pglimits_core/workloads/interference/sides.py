@@ -36,6 +36,8 @@ LEVEL_COLUMNS = ("p99_ms", "baseline_p99_ms", "inflation_ms", "ratio", "ratio_mi
                  "per_second_diff_ms", "seconds_higher", "kept_up", "churn_sustained", "jobs_per_s", "durability",
                  "unlike_windows")
 UNLIKE = "windows not comparable"
+#: the split side (the queue on its own Postgres instance, same box) shown beside the two, not read
+SPLIT_COLUMNS = ("split_ratio", "split_paired_ratios", "split_churn_sustained")
 NAMES = {"postgres": "Postgres", "dedicated": "dedicated"}
 #: synchronous_commit values whose commit waits for the local WAL flush
 FLUSHING_COMMITS = ("on", "remote_write", "remote_apply", "local")
@@ -183,7 +185,8 @@ def split_table(inflation: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (level, tenant), rows in churned.groupby(["level", "tenant"], sort=False):
         row = {"level": level, "churn_rate": rows.churn_rate.iloc[0], "tenant": tenant,
-               **_side(rows, "postgres"), **_side(rows, "dedicated")}
+               **_side(rows, "postgres"), **_side(rows, "dedicated"),
+               **{k: v for k, v in _side(rows, "split").items() if k in SPLIT_COLUMNS}}
         base = baselines[baselines.tenant == tenant]
         kept = {side: _side(base, side)[f"{side}_kept_up"] for side in ("postgres", "dedicated")}
         for side in ("postgres", "dedicated"):  # an unlike baseline window spoils every level's pairing

@@ -15,6 +15,7 @@ import pandas as pd
 
 from pglimits_core.workloads.interference import paired
 from pglimits_core.workloads.interference.evidence import BYSTANDERS, JOB_TABLES
+from pglimits_core.workloads.interference.keeping_up import held_rate
 from pglimits_core.workloads.interference.stretches import (
     STRETCHES,
     after_act_vacuum,
@@ -25,6 +26,11 @@ from pglimits_core.workloads.interference.stretches import (
 
 #: the Postgres sampler's shared-buffer hits per second (the scan work a stretch did)
 HITS = "blks_hit_per_s"
+#: the host sampler's load-side CPU (the bystanders' and the churn tool's processes; the study
+#: process), % of one core; a second where they used ``LOAD_SATURATED`` of the load set is one
+#: where the load generator, not the server, may have made the worst p99
+LOAD_CPU = ("client_cpu_pct", "harness_cpu_pct")
+LOAD_SATURATED = 0.9
 
 
 def samplers_of(path: Any) -> pd.DataFrame | None:
@@ -36,7 +42,7 @@ def samplers_of(path: Any) -> pd.DataFrame | None:
         frame = pd.read_parquet(found)
     except (OSError, ValueError):
         return None
-    kept = ("sampler", "t", HITS, *(f"{table}.n_dead_tup" for table in JOB_TABLES))
+    kept = ("sampler", "t", HITS, *LOAD_CPU, *(f"{table}.n_dead_tup" for table in JOB_TABLES))
     return frame[[c for c in kept if c in frame]]
 
 
@@ -86,8 +92,42 @@ def run_stretches(run: Any, entries: list[dict[str, Any]] | None) -> list[dict[s
         after = after_act_vacuum(vacuums, spans["during"][1]) if name == "after" else {}
         jobs = recorded_jobs(recorded.get(name, {}))
         rows.append({**values, **jobs, **churn_rates(jobs["jobs"], spans[name], offered),
+                     **(held_columns(run.get("path"), events) if name == "during" else {}),
+                     **load_evidence(frame, values, run.get("load_cpus")),
                      **mechanism_evidence(frame, vacuums, *spans[name]), **after})
     return rows
+
+
+def saturated_seconds(frame: pd.DataFrame | None, load_cpus: Any) -> set[int] | None:
+    """The whole seconds in which the load's CPU set was saturated (None: the placement or the
+    load's CPU not recorded — the older records)."""
+    if frame is None or not load_cpus or pd.isna(load_cpus) or not set(LOAD_CPU) <= set(frame):
+        return None
+    host = frame[frame["sampler"] == "host"]
+    busy = host[list(LOAD_CPU)].sum(axis=1, min_count=1)
+    return {int(t) for t, pct in zip(host["t"], busy, strict=True)
+            if pd.notna(pct) and pct >= LOAD_SATURATED * 100 * float(load_cpus)}
+
+
+def load_evidence(frame: pd.DataFrame | None, values: dict[str, Any], load_cpus: Any) -> dict[str, Any]:
+    """How many of the stretch's seconds saw the load's set saturated, and the bystanders whose
+    worst second was one of them (that worst second then describes the load generator)."""
+    busy = saturated_seconds(frame, load_cpus)
+    if busy is None:
+        return {"load_saturated_s": None, "worst_s_load_bound": None}
+    low, high = values["start_s"], values["end_s"]
+    here = {t for t in busy if low <= t < high}
+    bound = [role for role in BYSTANDERS if (at := values.get(f"{role}_worst_at_s")) is not None and int(at) in here]
+    return {"load_saturated_s": len(here), "worst_s_load_bound": ", ".join(bound) or "none"}
+
+
+def held_columns(path: Any, events: dict[str, Any]) -> dict[str, Any]:
+    """On a released hold's ``during`` row: how long the horizon stood and the churn's jobs/s
+    over those seconds (the stretch itself runs to the act's planned end)."""
+    held = held_rate(path, events)
+    if held is None:
+        return {"held_s": None, "held_completed_per_s": None}
+    return {"held_s": round(held[0], 2), "held_completed_per_s": None if held[1] is None else round(held[1], 1)}
 
 
 def churn_rates(jobs: Any, span: tuple[float, float], offered: Any) -> dict[str, Any]:

@@ -72,6 +72,7 @@ def stretch_values(name: str, low: float, high: float, series: dict[str, pd.Seri
         values = whole_seconds(series.get(role, pd.Series(dtype=float)), low, high)
         row[f"{role}_p99_ms_median_s"] = _round(values.median()) if len(values) else None
         row[f"{role}_p99_ms_worst_s"] = _round(values.max()) if len(values) else None
+        row[f"{role}_worst_at_s"] = float(values.idxmax()) if len(values) else None
     return row
 
 

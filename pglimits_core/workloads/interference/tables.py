@@ -61,7 +61,8 @@ def run_row(record: dict[str, Any]) -> dict[str, Any]:
             "durability": durability_class(params.get("side") or "postgres", manifest.get("servers") or {}),
             "path": record.get("path"), "log_entries": (entries := log_entries(record)),
             "removing_cycles": removing_cycles(entries, params),
-            "churn_low_per_s": keeping_up.lowest_rate(record.get("path"), outcome, params)}
+            "churn_low_per_s": keeping_up.lowest_rate(record.get("path"), outcome, params),
+            "load_cpus": len((manifest.get("placement") or {}).get("load_cpus") or []) or None}
 
 
 def log_entries(record: dict[str, Any]) -> list[dict[str, Any]] | None:

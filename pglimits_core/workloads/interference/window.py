@@ -38,12 +38,25 @@ MAX_OVERRUN_S = 120.0
 
 @dataclass
 class Churn:
-    """The churn's pgbench: ``script`` at ``rate`` transactions/s over ``clients`` (one job each)."""
+    """The churn's pgbench: ``script`` at ``rate`` transactions/s over ``clients``, ``batch``
+    jobs each (1 but under the ``batch_claim`` mitigation)."""
 
     script: str
     rate: float
     clients: int
     op: str = "job"
+    batch: int = 1
+
+    @property
+    def jobs_per_s(self) -> float:
+        """The offered rate in jobs (what every level and table states)."""
+        return self.rate * self.batch
+
+
+def per_job(samples: list[tuple[int, int]], batch: int) -> list[tuple[int, int]]:
+    """pgbench's transactions as jobs: each of a transaction's ``batch`` jobs was enqueued,
+    claimed and acked by it, so each has its completion time and latency."""
+    return samples if batch == 1 else [sample for sample in samples for _ in range(batch)]
 
 
 @dataclass
@@ -149,7 +162,7 @@ def measure_window(ctx: Any, roles: list[Role], churn: Churn | None, window_s: f
         measured.sampler_errors = samplers.errors()
         if churn is not None:
             samples, measured.churn_failed = read_logs(Path(scratch))
-            measured.churn_samples = on_axis(samples, measured.origin_epoch_s)
+            measured.churn_samples = on_axis(per_job(samples, churn.batch), measured.origin_epoch_s)
     measured.log_text, measured.log_readable = (tail.read(), True) if tail is not None else ("", False)
     return measured
 
