@@ -38,7 +38,9 @@ def test_achieved_rates_divide_by_the_load_phase_and_the_churn_is_one_quantity()
     fts = frame[frame.tenant == "fts"].iloc[0]
     assert fts.achieved_per_s == pytest.approx(2806 / 34.164, abs=0.01)  # not 2806 / 36 = 77.9
     churn = frame[frame.tenant == "churn"].iloc[0]
-    assert churn.achieved_per_s == churn.jobs_per_s == pytest.approx(10227 / 34.164, abs=0.01)
+    # the churn's jobs are counted by completion inside [warm-up, window): over the window after the
+    # warm-up, not the bystanders' load phase as it ran (2 % short in the sitting at 871e344d)
+    assert churn.achieved_per_s == churn.jobs_per_s == pytest.approx(10227 / (36 - 2.0), abs=0.01)
     table = all_tables(frame)["inflation"].set_index("tenant")
     assert bool(table.loc["fts", "kept_up"]) and bool(table.loc["churn", "churn_sustained"])
 

@@ -93,3 +93,19 @@ def test_a_hold_a_timeout_released_counts_the_seconds_it_stood_not_the_planned_s
     outcome = {"stretches": stretches, "events": events}
     assert lowest_rate(tmp_path, outcome, {"churn_rate": 1000.0}) == 470.0
     assert held_rate(tmp_path, {"act_start_s": 20.0}) is None
+
+
+def test_a_level_whose_load_core_ran_busy_with_its_churn_generator_is_not_read():
+    """The dedicated churn's Python workers took 43-92 % of the load core the bystanders' clients
+    share (pgbench's 17-24 %): such a level is not read, nor set against the other side."""
+    from pglimits_core.workloads.interference.colocation import level_state
+    from pglimits_core.workloads.interference.sides import guard
+
+    busy = {"churn_sustained": True, "kept_up": True, "ratio_min": 1.0, "ratio_max": 1.1, "load_cpu_median": 43.0}
+    assert level_state(busy) == "its load core shared with a busy load generator (43 % of it)"
+    assert level_state({**busy, "load_cpu_median": 22.0}) == "held"
+    row = {f"{side}_{k}": v for side in ("postgres", "dedicated") for k, v in
+           {"p99_ms": 10.0, "churn_sustained": True, "ratio": 1.1, "kept_up": True, "ratio_min": 1.0,
+            "ratio_max": 1.2, "unlike_windows": "", "load_cpu_median": 20.0}.items()}
+    assert guard(row, {}) is None
+    assert guard({**row, "dedicated_load_cpu_median": 66.0}, {}).startswith("dedicated: its load core 66 % busy")

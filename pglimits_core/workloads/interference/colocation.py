@@ -42,7 +42,7 @@ from pglimits_core.workloads.interference.mechanisms import (
     split_mitigation,
 )
 from pglimits_core.workloads.interference.points import SUSTAINED_SHARE
-from pglimits_core.workloads.interference.sides import BAND, inflated
+from pglimits_core.workloads.interference.sides import BAND, LOAD_SHARED_PCT, inflated
 
 HELD, MISSED = "held", "missed"
 TENANTS = {"fts": "full-text search", "vector": "vector search", "oltp": "point lookups (OLTP)"}
@@ -69,9 +69,15 @@ class Carried:
     levels: tuple[Level, ...]
 
 
+#: a level whose load CPU set ran at least ``sides.LOAD_SHARED_PCT`` busy: not readable
+LOAD_SHARED = "its load core shared with a busy load generator"
+
+
 def level_state(row: Any) -> str:
     if row.get("churn_sustained") is False:
         return "churn not sustained"
+    if (load := _number(row.get("load_cpu_median"))) is not None and load >= LOAD_SHARED_PCT:
+        return f"{LOAD_SHARED} ({load:.0f} % of it)"
     if row.get("kept_up") is False:
         return "tenant fell behind its offered rate"
     state = inflated(row.get("ratio_min"), row.get("ratio_max"))

@@ -29,12 +29,19 @@ from typing import Any
 
 import pandas as pd
 
+#: a level whose load CPU set ran at least this busy (% of a core, median) shares it between the
+#: bystanders' clients and a busy load generator: the dedicated side's churn is 8 Python workers
+#: (three Redis round trips a job; 43-92 % of the load core in the sitting at 871e344d), the
+#: Postgres side's is pgbench (17-24 % with the bystanders at its heaviest level): a p99 there is
+#: partly the clients' own wait, so the level is not read against the other side's
+LOAD_SHARED_PCT = 40.0
+
 #: a p99 within this factor of its own side's baseline is not called inflated: one window per level
 #: at the quick profile and 2-3 at the full one do not resolve smaller changes on a shared 2-vCPU box
 BAND = 1.25
 LEVEL_COLUMNS = ("p99_ms", "baseline_p99_ms", "inflation_ms", "ratio", "ratio_min", "ratio_max", "paired_ratios",
                  "per_second_diff_ms", "seconds_higher", "kept_up", "churn_sustained", "jobs_per_s", "durability",
-                 "unlike_windows")
+                 "unlike_windows", "load_cpu_median")
 UNLIKE = "windows not comparable"
 #: the split side (the queue on its own Postgres instance, same box) shown beside the two, not read
 SPLIT_COLUMNS = ("split_ratio", "split_paired_ratios", "split_churn_sustained")
@@ -125,6 +132,10 @@ def guard(row: dict[str, Any], baselines_kept_up: dict[str, Any]) -> str | None:
             return f"{side} not measured at this level"
         if _false(row[f"{side}_churn_sustained"]):
             return f"{side} churn not sustained: not comparable"
+        load = pd.to_numeric(row.get(f"{side}_load_cpu_median"), errors="coerce")
+        if pd.notna(load) and load >= LOAD_SHARED_PCT:
+            return (f"{side}: its load core {load:.0f} % busy with its churn's load generator (the bystanders' "
+                    "clients share it): not comparable")
     if any(_missing(row[f"{side}_ratio"]) for side in ("postgres", "dedicated")):
         return "no baseline (the churn does not run at level 0): p99 side by side"
     for side in ("postgres", "dedicated"):

@@ -57,6 +57,7 @@ def run_row(record: dict[str, Any]) -> dict[str, Any]:
             "min_cycles": params.get("min_cycles"), "cycles": vacuum.get("cycles"),
             "windows_source": vacuum.get("windows_source"), "jobs_per_s": (outcome.get("churn") or {}).get("jobs_per_s"),
             "server_cpu_pct": (manifest.get("cpu") or {}).get("server_cpu_pct_median"), "outcome": outcome,
+            "load_cpu_pct": (manifest.get("cpu") or {}).get("client_cpu_pct_median"),
             "params": params, "client_bound": manifest.get("client_bound"),
             "durability": durability_class(params.get("side") or "postgres", manifest.get("servers") or {}),
             "path": record.get("path"), "log_entries": (entries := log_entries(record)),
@@ -102,9 +103,10 @@ def summary_p99(record: dict[str, Any], tenant: str, kind: str) -> float | None:
 
 def measured_s(record: dict[str, Any], tenant: str, params: dict[str, Any]) -> float | None:
     """The seconds the tenant's count covers: its load phase as measured (the warm-up is a phase
-    of its own, not counted), else the window after the warm-up."""
+    of its own, not counted), else the window after the warm-up — the churn's always (its jobs
+    are counted by completion inside [warm-up, window), whatever the bystanders' phase ran)."""
     duration = summary_entry(record, tenant).get("duration_s")
-    if duration:
+    if duration and tenant != "churn":
         return float(duration)
     window, warmup = params.get("window_s"), params.get("warmup_s") or 0.0
     return float(window) - float(warmup) if window else None
@@ -296,7 +298,8 @@ def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "max_ms": spread(group.max_ms), "achieved_per_s": spread(group.achieved_per_s, 1),
                     "kept_up": kept_up(group), "jobs_per_s": spread(group.jobs_per_s, 1),
                     "churn_sustained": keeping_up.sustained(group), "churn_low_per_s": spread(group.churn_low_per_s, 1),
-                    "server_cpu_pct": spread(group.server_cpu_pct, 0),
+                    "server_cpu_pct": spread(group.server_cpu_pct, 0), "load_cpu_pct": spread(group.load_cpu_pct, 0),
+                    "load_cpu_median": pd.to_numeric(group.load_cpu_pct, errors="coerce").median(),
                     "unlike_windows": unlike_windows(group),
                     "autovacuum_cycles": spread(counted_cycles(group), 0),
                     "cycles_note": cycles_note(group), "client_bound_unknown": unknown_bound(group),
