@@ -97,7 +97,7 @@ def test_a_hold_a_timeout_released_counts_the_seconds_it_stood_not_the_planned_s
 
 def test_a_level_whose_load_core_ran_busy_with_its_churn_generator_is_not_read():
     """The dedicated churn's Python workers took 43-92 % of the load core the bystanders' clients
-    share (pgbench's 17-24 %): such a level is not read, nor set against the other side."""
+    share (pgbench's 16-22 %): such a level is not read, nor set against the other side."""
     from pglimits_core.workloads.interference.colocation import level_state
     from pglimits_core.workloads.interference.sides import guard
 

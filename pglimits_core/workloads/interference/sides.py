@@ -32,7 +32,7 @@ import pandas as pd
 #: a level whose load CPU set ran at least this busy (% of a core, median) shares it between the
 #: bystanders' clients and a busy load generator: the dedicated side's churn is 8 Python workers
 #: (three Redis round trips a job; 43-92 % of the load core in the sitting at 871e344d), the
-#: Postgres side's is pgbench (17-24 % with the bystanders at its heaviest level): a p99 there is
+#: Postgres side's is pgbench (16-22 % with the bystanders at its heaviest level): a p99 there is
 #: partly the clients' own wait, so the level is not read against the other side's
 LOAD_SHARED_PCT = 40.0
 
