@@ -98,7 +98,8 @@ def test_sqlite_runs_in_qload_with_the_adapters_pragmas_and_files(measured):
 
 def test_sqlites_burn_down_in_qload_is_the_engines_ceiling_not_a_floor(study_run):
     """qload's consumers flat out on a prefilled SQLite queue: every job claimed was removed, and the
-    limit is read as the engine's (``server``) or none — never the harness floor (``load``)."""
+    limit is read as the engine's (``server``) or none — never the harness floor (``load``); with
+    a busy neighbour on the load's set, "cannot tell", said so."""
     run, split = study_run
     spec = QueueCapacity(producers=2, consumers=2, prefill=60_000, load="qload")
     design = QueueDesign(variant("sqlite_wal", batch=1), spec, PrefillSizer())
@@ -109,8 +110,12 @@ def test_sqlites_burn_down_in_qload_is_the_engines_ceiling_not_a_floor(study_run
     manifest = manifest_of(recorded)
     outcome = manifest["params"]["outcome"]
     assert outcome["removed"] == outcome["claimed_jobs"] == outcome["tool_reported"]["claimed_total"] > 0
-    assert manifest["limit"]["side"] in ("server", "neither"), manifest["limit"]
-    assert "compiled program" in manifest["limit"]["reason"]
+    limit = manifest["limit"]
+    # never the harness floor; a busy neighbour on the load's CPU set (a shared CI machine) makes it
+    # "cannot tell", which the record says rather than guessing
+    busy_neighbour = limit["side"] is None and "saturated by other processes" in limit["reason"]
+    assert limit["side"] in ("server", "neither") or busy_neighbour, limit
+    assert "compiled program" in limit["reason"]
 
 
 def test_a_system_qload_does_not_drive_is_a_one_line_error():
