@@ -48,12 +48,32 @@ class Section:
     collapsed: bool = False  # long reference material (full settings) folds away
 
 
+#: a PNG larger than this is embedded with a 256-colour palette (a chart's few colours survive it,
+#: and the report stays under the repository's 5 MB a file: the interference timeline alone is 2.4 MB)
+PALETTE_ABOVE_BYTES = 300_000
+
+
 def data_uri(path: Path) -> str:
-    """The file's bytes as a ``data:`` URI (PNG or SVG)."""
+    """The file's bytes as a ``data:`` URI (PNG or SVG); a large PNG re-encoded with a palette."""
     mime = MIME.get(path.suffix.lower())
     if mime is None:
         raise ValueError(f"cannot embed {path.name}: only {sorted(MIME)} are supported")
-    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
+    data = path.read_bytes()
+    if mime == "image/png" and len(data) > PALETTE_ABOVE_BYTES:
+        data = paletted_png(data)
+    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
+
+
+def paletted_png(data: bytes) -> bytes:
+    """The PNG with at most 256 colours, optimised (the file on disk stays as drawn)."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        out = io.BytesIO()
+        image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, format="PNG", optimize=True)
+    return out.getvalue() if out.tell() < len(data) else data
 
 
 def table_html(caption: str, table: pd.DataFrame) -> str:
