@@ -191,3 +191,56 @@ def test_qloads_confirmed_rate_is_checked_by_the_harness_at_that_rate(study_run)
     row = capacity_table([{"manifest": manifest_of(r), "summary": r.summary.model_dump()} for r in records],
                          point_reading, items_per_s).iloc[0]
     assert row.capacity_per_s == 100.0 and row.rate_check_per_s == 100.0 and row.rate_agrees, row.to_dict()
+
+
+def churned(study_run, backlog: int, rate: float = 300.0, workers: int = 2, seconds: float = 2.0, key: str = "churn"):
+    """qload's churn mode on the Redis reliable queue with ``backlog`` jobs waiting: its jobs and
+    the queue's depth after it."""
+    import tempfile
+    from pathlib import Path
+
+    from pglimits_core.load.tools.process import ToolProcess
+    from pglimits_core.load.tools.qload_churn import QloadChurn
+    from pglimits_core.workloads.interference.ops import job_payload
+    from pglimits_core.workloads.queue.qload_points import qload_target
+    from pglimits_core.workloads.queue.systems.registry import make_adapter
+
+    run, split = study_run
+    queue_variant = variant("redis_reliable", key=key)
+    url = run.ctx.endpoints[queue_variant.server].url
+    with make_adapter("redis_reliable", url, key=key) as queue:
+        queue.reset()
+        if backlog:
+            queue.enqueue([job_payload(f"backlog-{i}", 100) for i in range(backlog)])
+    load = QloadChurn(qload_verbs(queue_variant), qload_target(url, queue_variant), rate, workers, seconds, seed=3)
+    with placed(split), tempfile.TemporaryDirectory() as scratch:
+        jobs = load.run(ToolProcess(Path(scratch)))
+    with make_adapter("redis_reliable", url, key=key) as queue:
+        return jobs, queue.depth()
+
+
+def test_qloads_churn_runs_whole_jobs_at_the_rate_and_keeps_the_backlogs_depth(study_run):
+    """The co-location churn on Redis: every job enqueues, claims and acks one message, so the
+    backlog's depth is what it was; the jobs come at the offered rate (Poisson: within a few
+    percent over 600 jobs), each timed from its intended start to its ack on the monotonic clock."""
+    import time
+
+    before = time.monotonic()
+    jobs, depth = churned(study_run, backlog=500)
+    after = time.monotonic()
+    assert jobs.error is None, jobs.error
+    assert jobs.reported["mode"] == "churn" and jobs.reported["errors"] == 0
+    assert depth == 500
+    assert len(jobs.jobs) == pytest.approx(300 * 2, rel=0.15)
+    assert all(before < done < after for done, _ in jobs.jobs)
+    assert all(latency > 0 for _, latency in jobs.jobs)
+    assert [done for done, _ in jobs.jobs] == sorted(done for done, _ in jobs.jobs)
+
+
+def test_qloads_churn_without_a_backlog_acks_every_message_it_sent(study_run):
+    """A job claims only after its own enqueue, so even four workers on an empty queue never find
+    it empty; what they sent they acked: nothing left, no job failed, every job timed."""
+    jobs, depth = churned(study_run, backlog=0, rate=400.0, workers=4, key="churn-empty")
+    assert jobs.error is None, jobs.error
+    assert depth == 0
+    assert jobs.reported["errors"] == 0 and jobs.reported["sent_total"] == len(jobs.jobs) > 0

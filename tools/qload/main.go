@@ -13,6 +13,9 @@
 // -rate 0 is the burn-down (the capacity experiment's ceiling): no producers; the consumers claim
 // flat out from a backlog the caller prefilled, until the window ends. Its figure is the claims
 // returned inside the window; an empty claim inside it means the backlog ran out (a floor).
+//
+// -churn is the co-location study's queue churn: whole jobs (enqueue, claim, ack) per worker on
+// an open-loop schedule, the queue's backlog kept (churn.go).
 package main
 
 import (
@@ -47,6 +50,7 @@ type config struct {
 	pipeline                      int
 	seed                          int64
 	samples                       string
+	churn                         bool // whole jobs per worker: churn.go
 }
 
 // busyWaits counts the sleeps of SQLite's busy retry loop (every worker's), busyWaitNs their time
@@ -181,6 +185,7 @@ type run struct {
 	logMu  sync.Mutex
 	sends  [][3]int64 // intended offset ns, began offset ns, done offset ns
 	claims [][3]int64 // intended offset ns, claim began offset ns, claim returned offset ns
+	jobs   [][3]int64 // churn: intended offset ns, began offset ns, ack returned offset ns
 }
 
 func (r *run) produce(ctx context.Context, q Queue, worker int) {
@@ -296,6 +301,7 @@ func main() {
 	flag.StringVar(&c.key, "key", "jobs", "redis: the queue's list")
 	flag.IntVar(&c.pipeline, "pipeline", 1, "redis: commands per round trip")
 	flag.Int64Var(&c.seed, "seed", 42, "payload sizes and fillers")
+	flag.BoolVar(&c.churn, "churn", false, "each of -consumers workers runs whole jobs (enqueue, claim, ack) open loop at -rate together; -producers 0")
 	flag.StringVar(&c.samples, "samples", "", "write every send and claim here (CSV: kind,intended_ns,began_ns,done_ns from the run's start)")
 	flag.Parse()
 	if err := validate(c); err != nil {
@@ -338,6 +344,9 @@ func main() {
 			expected = int(50000*(c.warmup+c.duration).Seconds()) + 1024
 		}
 		r.sends, r.claims = make([][3]int64, 0, expected), make([][3]int64, 0, expected)
+		if c.churn {
+			r.jobs = make([][3]int64, 0, expected)
+		}
 	}
 	r.start = monotonicNs() + int64(50*time.Millisecond)
 	r.windowStart = r.start + c.warmup.Nanoseconds()
@@ -351,8 +360,12 @@ func main() {
 		pw.Add(1)
 		go func(i int, q Queue) { defer pw.Done(); r.produce(ctx, q, i) }(i, q)
 	}
-	for _, q := range consumers {
+	for i, q := range consumers {
 		cw.Add(1)
+		if c.churn {
+			go func(i int, q Queue) { defer cw.Done(); r.churn(ctx, q, i) }(i, q)
+			continue
+		}
 		go func(q Queue) { defer cw.Done(); r.consume(ctx, q, deadline) }(q)
 	}
 	pw.Wait()
@@ -376,9 +389,15 @@ func main() {
 		"enqueue_service": r.sendSvc.summary(), "claim_service": r.claimSvc.summary(),
 		"claimed_in_window": r.claimedInWindow.Load(), "idle_polls_in_window": r.idleInWindow.Load(),
 		"busy_waits": busyWaits.Load(), "busy_wait_ns": busyWaitNs.Load(),
+		"start_monotonic_ns": r.start, // the samples' offsets are from here (CLOCK_MONOTONIC)
 	}
 	if c.system == "sqlite" {
 		out["sqlite_version"] = sqliteVersion()
+	}
+	if c.churn { // a job's latency is intended start -> ack returned (send_to_claim holds it)
+		out["mode"], out["job_latency"] = "churn", out["send_to_claim"]
+		out["claimed_of_window"], out["not_claimed_by_cutoff"] = measured, 0
+		delete(out, "send_to_claim")
 	}
 	if burnDown {
 		out["mode"], out["achieved_per_s"] = "burn-down", float64(r.claimedInWindow.Load())/c.duration.Seconds()
@@ -399,6 +418,8 @@ func validate(c config) error {
 		return fmt.Errorf("-system %q: use postgres, redis or sqlite", c.system)
 	case c.target == "":
 		return fmt.Errorf("-target is required (a libpq URL, host:port for redis, the database files for sqlite)")
+	case c.churn && (c.rate <= 0 || c.producers != 0):
+		return fmt.Errorf("-churn runs whole jobs at -rate (> 0) on -consumers workers: give -producers 0")
 	case c.rate == 0 && c.producers != 0:
 		return fmt.Errorf("-rate 0 is the burn-down of a prefilled queue: give -producers 0")
 	case c.rate < 0 || (c.rate > 0 && c.producers < 1) || c.consumers < 1 || c.batch < 1 || c.pipeline < 1:
@@ -425,7 +446,7 @@ func (r *run) writeSamples(path string) error {
 	for _, kind := range []struct {
 		name string
 		rows [][3]int64
-	}{{"send", r.sends}, {"claim", r.claims}} {
+	}{{"send", r.sends}, {"claim", r.claims}, {"job", r.jobs}} {
 		for _, row := range kind.rows {
 			fmt.Fprintf(w, "%s,%d,%d,%d\n", kind.name, row[0], row[1], row[2])
 		}

@@ -195,17 +195,17 @@ def _go_seconds(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def read_samples(path) -> tuple[np.ndarray, np.ndarray]:
-    """(sends, claims) as rows of (intended, began, done) ns since qload's start (its CSV:
-    kind,intended_ns,began_ns,done_ns)."""
+def read_samples(path, kinds: tuple[str, ...] = ("send", "claim")) -> tuple[np.ndarray, ...]:
+    """(sends, claims) — or the ``kinds`` asked for — as rows of (intended, began, done) ns since
+    qload's start (its CSV: kind,intended_ns,began_ns,done_ns)."""
     import pandas as pd
 
     if path.stat().st_size == 0:  # nothing sent or claimed
-        return np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3), dtype=np.int64)
+        return tuple(np.zeros((0, 3), dtype=np.int64) for _ in kinds)
     rows = pd.read_csv(path, header=None, names=["kind", "intended", "began", "done"],
                        dtype={"kind": str, "intended": np.int64, "began": np.int64, "done": np.int64})
     return tuple(rows.loc[rows.kind == kind, ["intended", "began", "done"]].to_numpy(np.int64)
-                 for kind in ("send", "claim"))
+                 for kind in kinds)
 
 
 def as_rows(events: Any) -> np.ndarray:

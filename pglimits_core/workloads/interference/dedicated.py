@@ -4,8 +4,11 @@ The ranked FTS query on OpenSearch (the search study's ``LuceneIndex``: its requ
 byte), the HNSW query on Qdrant (the vector study's adapter, ``hnsw_ef`` = the profile's
 recall-0.95 ef), both open loop at the Postgres side's rates, while the queue study's Redis
 reliable queue churns at the same jobs/s with the same backlog waiting. redis-benchmark cannot
-pace a rate, so the churn is a paced harness load (``ops.ReliableChurnOp``, open loop, one job per
-call: LPUSH + LMOVE + LREM); its workers' CPU is sampled on its own (``engines.ChurnCpuSampler``).
+pace a rate, so the churn is qload's churn mode (``QloadChurn``: compiled, open loop, one job =
+LPUSH + LMOVE + LREM from one worker, latency from its intended start, as pgbench's on the
+Postgres side), on the same load CPU set; its CPU is sampled on its own
+(``engines.ChurnCpuSampler``). Eight Python workers did it before and took 43-90 % of the load
+core the bystanders' clients share, so no level could be read against the Postgres side.
 
 The OLTP tenant (where planned) stays on Postgres on this side too: it is the application's own
 database, and the dedicated systems take the queue, the search and the vectors off it. So on
@@ -28,14 +31,19 @@ with the server named.
 
 from __future__ import annotations
 
+import math
+import tempfile
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from pglimits_core.errors import PGLimitsError
-from pglimits_core.load import BackgroundLoad, OpenLoop, Role
+from pglimits_core.load import BackgroundLoad
 from pglimits_core.load.driver import active_worker_pids
+from pglimits_core.load.tools.process import ToolProcess
+from pglimits_core.load.tools.qload_churn import QloadChurn
 from pglimits_core.record.manifest import new_manifest
 from pglimits_core.record.rundir import RunDirectory, new_run_id
 from pglimits_core.samplers import SamplerSet
@@ -45,7 +53,7 @@ from pglimits_core.servers.registry import server_class
 from pglimits_core.studies.runner import RecordedRun, with_cpu_check
 from pglimits_core.studies.window_cpu import seen_placement
 from pglimits_core.workloads.interference import engines, evidence, ops, tenants
-from pglimits_core.workloads.interference.merge import write_samplers
+from pglimits_core.workloads.interference.merge import merged_result, write_samplers
 from pglimits_core.workloads.interference.points import (
     STUDY,
     InterferenceVariant,
@@ -55,6 +63,8 @@ from pglimits_core.workloads.interference.points import (
 )
 from pglimits_core.workloads.interference.window import (
     MAX_OVERRUN_S,
+    Churn,
+    ChurnThread,
     Measured,
     PlacementWatch,
     WarmedLoad,
@@ -62,6 +72,8 @@ from pglimits_core.workloads.interference.window import (
     shifted,
     sleep_until,
 )
+from pglimits_core.workloads.queue.points import variant as queue_variant
+from pglimits_core.workloads.queue.qload_points import qload_target, qload_verbs
 from pglimits_core.workloads.queue.systems.registry import make_adapter
 from pglimits_core.workloads.queue.systems.registry import server_for as queue_server
 from pglimits_core.workloads.search.systems.registry import server_for as search_server
@@ -182,45 +194,67 @@ def prepare_window(ctx: Any, knobs: Knobs, appendfsync: str) -> dict[str, Any]:
     return {**loaded, "start_depth": depth}
 
 
-def roles(points: dict[str, Any], knobs: Knobs, churn_rate: float, churn_workers: int, seed: int = 0) -> list[Any]:
-    found = bystander_roles(tenant_ops(points, knobs, seed), knobs.workers)
-    if churn_rate > 0:
-        found.append(Role("churn", ops.ReliableChurnOp(points["churn"].url, knobs.payload_bytes), workers=churn_workers,
-                          loop=OpenLoop(rate=churn_rate, arrival="poisson", drain_s=2.0)))
-    return found
+def churn_load(points: dict[str, Any], churn_rate: float, churn_workers: int, window_s: float,
+               seed: int) -> QloadChurn | None:
+    """The Redis churn: qload's workers running whole jobs at ``churn_rate`` jobs/s from just
+    after t = 0 to past the window's end (whole seconds, as pgbench's ``-T`` on the Postgres side)."""
+    if churn_rate <= 0:
+        return None
+    queue = queue_variant(SYSTEMS["churn"])
+    return QloadChurn(qload_verbs(queue), qload_target(points["churn"].url, queue), churn_rate, churn_workers,
+                      math.ceil(window_s + 0.3), seed=seed)
 
 
-def samplers(ctx: Any, points: dict[str, Any], knobs: Knobs, churn_pids: list[int]) -> list[Any]:
-    """Host (client = every worker, server = the three engines), the churn's own CPU, Redis INFO,
-    OpenSearch node stats and the Qdrant collection."""
+def samplers(ctx: Any, points: dict[str, Any], knobs: Knobs, churn_pids: Any) -> list[Any]:
+    """Host (client = every worker and the churn's qload, server = the engines), the churn's own
+    CPU, Redis INFO, OpenSearch node stats and the Qdrant collection."""
     every = [pid for e in points.values() for pid in e.pids]
-    found = [HostSampler(client_pids=active_worker_pids, server_pids=lambda: every),
-             engines.ChurnCpuSampler(client_pids=lambda: list(churn_pids), server_pids=lambda: list(points["churn"].pids)),
+    found = [HostSampler(client_pids=lambda: active_worker_pids() + churn_pids(), server_pids=lambda: every),
+             engines.ChurnCpuSampler(client_pids=churn_pids, server_pids=lambda: list(points["churn"].pids)),
              engines.OpenSearchSampler(points["fts"].url),
              engines.QdrantSampler(points["vector"].url, collection_name(knobs.data.index.tag))]
     own = server_class(SERVERS["churn"]).sampler(points["churn"], None)
     return found + ([own] if own is not None else [])
 
 
-def measure(ctx: Any, role_list: list[Any], knobs: Knobs, window_s: float, seed: int) -> Measured:
-    """Every tenant for ``window_s`` with the samplers on; t = 0 at the workers' common start."""
-    points, churn_pids = endpoints(ctx, bool(knobs.oltp_rate)), []
-    def observe() -> dict[str, Any]:
-        return seen_placement(ctx.placement, [pid for point in points.values() for pid in point.pids],
-                              active_worker_pids())
+def measure(ctx: Any, role_list: list[Any], knobs: Knobs, window_s: float, seed: int,
+            churn: QloadChurn | None = None) -> Measured:
+    """Every tenant for ``window_s`` with the samplers on; t = 0 at the workers' common start,
+    the churn started right after it."""
+    points = endpoints(ctx, bool(knobs.oltp_rate))
+    with tempfile.TemporaryDirectory(prefix="interference-") as scratch:
+        process = ToolProcess(Path(scratch))
+        def observe() -> dict[str, Any]:
+            return seen_placement(ctx.placement, [pid for point in points.values() for pid in point.pids],
+                                  active_worker_pids() + process.pids())
 
-    with (SamplerSet(samplers(ctx, points, knobs, churn_pids)) as sampler_set,
-          WarmedLoad(role_list, knobs.warmup_s, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load,
-          PlacementWatch(observe, window_s) as placement):
-        origin, origin_epoch = time.monotonic(), time.time()
-        churn_pids[:] = load.pids("churn")
-        sleep_until(origin + window_s)
+        with (SamplerSet(samplers(ctx, points, knobs, process.pids)) as sampler_set,
+              WarmedLoad(role_list, knobs.warmup_s, seed=seed, max_s=window_s + MAX_OVERRUN_S) as load,
+              PlacementWatch(observe, window_s) as placement):
+            origin, origin_epoch = time.monotonic(), time.time()
+            thread = ChurnThread(churn, process) if churn is not None else None
+            if thread is not None:
+                thread.start()
+            sleep_until(origin + window_s)
+        if thread is not None:
+            thread.join(window_s + 180)
     measured = Measured(load.result, None, origin_epoch, window_s, origin_monotonic=origin, warmup_s=knobs.warmup_s,
                         placement=placement.seen)
+    if thread is not None:
+        took_jobs(measured, thread, origin)
     start = sampler_set.threads[0].start_time if sampler_set.threads else origin
     measured.frame = shifted(sampler_set.dataframe(), start - origin)
     measured.sampler_errors = sampler_set.errors()
     return measured
+
+
+def took_jobs(measured: Measured, thread: ChurnThread, origin: float) -> None:
+    """The churn's jobs on the window's axis (seconds from t = 0) and its error, in ``measured``."""
+    jobs = thread.result
+    measured.churn_result = jobs
+    measured.churn_error = thread.error or (jobs.error if jobs is not None else None)
+    if jobs is not None:
+        measured.churn_samples = [(done - origin, latency) for done, latency in jobs.jobs]
 
 
 def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: float, rates: ChurnRate,
@@ -235,7 +269,7 @@ def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: flo
               "window_s": window_s, "repetition": repetition,
               "run_order": run_order, "level_order": level_order,
               "act": None, "systems": SYSTEMS, "churn_workers": churn_workers,
-              "churn_client": "harness open loop (redis-benchmark cannot pace a rate)", "appendfsync": appendfsync,
+              "churn_client": "qload -churn: open loop (Poisson), a job = LPUSH + LMOVE + LREM", "appendfsync": appendfsync,
               **knobs.params()}
     name = f"dedicated {mechanism}:{level:g}"
     if reused := ctx.reuse(STUDY, v.system, name, params):
@@ -247,16 +281,20 @@ def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: flo
     manifest = new_manifest(new_run_id(STUDY, v.system, name), STUDY, v.system, name, seed=run.seed,
                             params=params, servers=servers, host=ctx.host)
     with RunDirectory.create(manifest, ctx.runs_root) as run_dir:
-        role_list = roles(endpoints(ctx, bool(knobs.oltp_rate)), knobs, churn_rate, churn_workers, run.seed + repetition)
-        measured = measure(ctx, role_list, knobs, window_s, run.seed + repetition)
-        return finish(run_dir, measured, churn_rate, {"start_state": start_state})
+        points = endpoints(ctx, bool(knobs.oltp_rate))
+        role_list = bystander_roles(tenant_ops(points, knobs, run.seed + repetition), knobs.workers)
+        churn = churn_load(points, churn_rate, churn_workers, window_s, run.seed + repetition)
+        measured = measure(ctx, role_list, knobs, window_s, run.seed + repetition, churn)
+        return finish(run_dir, measured, Churn("qload -churn", churn_rate, churn_workers) if churn else None,
+                      {"start_state": start_state, **({"churn_tool": churn.describe()} if churn else {})})
 
 
-def finish(run_dir: RunDirectory, measured: Measured, churn_rate: float, extra: dict[str, Any]) -> RecordedRun:
-    result = measured.bystanders
+def finish(run_dir: RunDirectory, measured: Measured, churn: Churn | None, extra: dict[str, Any]) -> RecordedRun:
+    """The record: the bystanders' result with the churn's jobs as a role beside them."""
+    result = merged_result(measured, churn)
     summary = run_dir.write_result(result)
     verdict = host_frame_verdict(host_rows(measured.frame, "host"), sum(r.workers for r in result.roles))
-    outcome = {**extra, **window_outcome(measured, churn_rate)}
+    outcome = {**extra, **window_outcome(measured, churn)}
     run_dir.manifest = run_dir.manifest.model_copy(
         update={**verdict, "placement": measured.placement, "params": {**run_dir.manifest.params, "outcome": outcome}})
     write_samplers(run_dir.path, measured.frame)
@@ -269,19 +307,23 @@ def host_rows(frame: Any, sampler: str) -> Any:
     return None if frame is None or len(frame) == 0 else frame[frame["sampler"] == sampler]
 
 
-def window_outcome(measured: Measured, churn_rate: float) -> dict[str, Any]:
+def window_outcome(measured: Measured, churn: Churn | None) -> dict[str, Any]:
+    """What the window showed, every statistic after the warm-up; the churn's from its jobs."""
     result, seconds = measured.bystanders, measured.window_s - measured.warmup_s
-    seen = {role: evidence.bystander_stats(result, role) for role in evidence.ran(result, (*evidence.BYSTANDERS, "churn"))}
-    seen.setdefault("churn", {"count": 0})
-    tenants_seen = {role: stats for role, stats in seen.items() if role != "churn" or churn_rate > 0}
-    churn_cpu = host_frame_verdict(host_rows(measured.frame, "churn_host"), 1)["cpu"]
+    tenants_seen = {role: evidence.bystander_stats(result, role) for role in evidence.ran(result, evidence.BYSTANDERS)}
     series = {role: s[s.index < measured.window_s] for role in tenants_seen
               if len(s := evidence.bystander_series(result, role))}
-
+    jobs = evidence.churn_in_window(measured.churn_samples, measured.window_s, measured.warmup_s)
+    if churn is not None:
+        tenants_seen["churn"] = evidence.sample_stats(jobs.latency_us.to_numpy())
+        series["churn"] = evidence.churn_series(evidence.churn_in_window(measured.churn_samples, measured.window_s))
+    churn_cpu = host_frame_verdict(host_rows(measured.frame, "churn_host"), 1)["cpu"]
+    reported = getattr(measured.churn_result, "reported", None) or {}
     return {"tenants": tenants_seen, "events": {}, "sampler_errors": measured.sampler_errors,
-            "churn": churn_rates(churn_rate, (seen["churn"].get("count") or 0) / seconds,
+            "churn": churn_rates(churn.jobs_per_s if churn else 0, len(jobs) / seconds,
                                  client_cpu_pct=churn_cpu.get("client_cpu_pct_median"),
-                                 queue_server_cpu_pct=churn_cpu.get("server_cpu_pct_median")),
+                                 queue_server_cpu_pct=churn_cpu.get("server_cpu_pct_median"),
+                                 failed=int(reported.get("errors") or 0), error=measured.churn_error),
             "vacuum": {"windows_source": "none: the dedicated engines have no vacuum", "cycles": None,
                        "long_enough": None, "windows": []},
             "background": engines.background_summary(measured.frame),

@@ -9,9 +9,9 @@ signal exists, and the churn client's CPU on its own.
   ``optimizer_status`` (``ok`` or the optimizer's error) and segment count: a segment count that
   changes, or a status other than green, is the optimizer at work (Qdrant's telemetry endpoint
   is heavier and disabled on this server).
-- ``ChurnCpuSampler``: the host sampler with the churn's harness workers as the client and the
-  Redis server as the server, so the churn client's CPU (the paced load generator) is recorded
-  apart from the bystanders' workers.
+- ``ChurnCpuSampler``: the host sampler with the churn's qload as the client and the Redis server
+  as the server, so the churn client's CPU (the paced load generator) is recorded apart from the
+  bystanders' workers.
 
 Redis' own per-second ``INFO`` comes from its server class's sampler, as in every other study.
 """

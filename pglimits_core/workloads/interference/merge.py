@@ -43,8 +43,9 @@ def churn_step(measured: Any, load: Any) -> Any:
 
 
 def churn_error(measured: Any) -> str | None:
+    """The churn's error: its thread's, else its tool's (pgbench's result, qload's jobs)."""
     tool = measured.churn_result
-    return measured.churn_error or (tool.error if tool is not None else "pgbench returned nothing")
+    return measured.churn_error or (tool.error if tool is not None else "the churn's load tool returned nothing")
 
 
 def merged_result(measured: Any, load: Any) -> RunResult:

@@ -12,10 +12,8 @@ study's HNSW query (pgvector ``hnsw.ef_search`` / Qdrant ``hnsw_ef``) at the pro
 the dataset's queries. Each worker walks the queries from its own offset. ``OltpLookupOp`` is
 pgbench's select-only transaction (one account's balance by its primary key, a uniformly random
 account), prepared on one autocommit connection: the OLTP tenant an application keeps on the
-same Postgres, each worker's accounts drawn from its own seeded generator. ``ReliableChurnOp`` is
-one job's life on the queue study's Redis reliable queue: LPUSH one job, LMOVE one (the oldest)
-into the worker's processing list, LREM it (the ack) — the dedicated side's churn, paced by the
-harness's open loop (redis-benchmark cannot pace a rate).
+same Postgres, each worker's accounts drawn from its own seeded generator. (The dedicated side's
+Redis churn is compiled: ``load.tools.qload_churn``.)
 """
 
 from __future__ import annotations
@@ -140,34 +138,3 @@ def job_payload(job_id: str, size: int) -> bytes:
     from pglimits_core.datasets.messages import build_payload
 
     return build_payload(job_id, size, "x" * size)
-
-
-class ReliableChurnOp:
-    """One job per call on the queue study's Redis reliable queue: enqueue, claim (batch 1), ack.
-    A claim that finds the queue empty fails the run (the backlog keeps it from ever being)."""
-
-    name = "churn"
-
-    def __init__(self, url: str, payload_bytes: int, system: str = "redis_reliable"):
-        self.url, self.payload_bytes, self.system = url, int(payload_bytes), system
-
-    def __repr__(self) -> str:
-        return f"ReliableChurnOp({self.system}, {self.payload_bytes} B jobs)"
-
-    def open(self) -> None:
-        from pglimits_core.workloads.queue.systems.registry import make_adapter
-
-        self.queue = make_adapter(self.system, self.url)
-        self.queue.open()
-        self.sequence = 0
-
-    def __call__(self) -> None:
-        self.sequence += 1
-        self.queue.enqueue([job_payload(f"{self.queue.worker_id}-{self.sequence}", self.payload_bytes)])
-        claimed = self.queue.claim(1)
-        if len(claimed) != 1:
-            raise WrongAnswer(f"the churn claimed {len(claimed)} jobs from a queue with a backlog")
-        self.queue.ack([claimed[0].id])
-
-    def close(self) -> None:
-        self.queue.close()

@@ -59,8 +59,8 @@ SIDES: dict[str, str] = {
               "settings, its own data directory) while the bystanders read from the project's, on the same server "
               "CPU set; baseline and churn levels only"),
     "dedicated": ("built: the same rates on dedicated engines on the same box: FTS on OpenSearch, HNSW on Qdrant "
-                  "(hnsw_ef = the same ef), the churn on a Redis reliable queue (a paced harness load: "
-                  "redis-benchmark cannot pace; its CPU recorded apart) with the same backlog; baseline and churn "
+                  "(hnsw_ef = the same ef), the churn on a Redis reliable queue (qload's churn mode: compiled, "
+                  "open loop, its CPU recorded apart) with the same backlog; baseline and churn "
                   "levels only (held xmin, autovacuum off and the control are Postgres mechanisms)"),
 }
 #: seconds each window costs beyond itself (workers, warm-up queries, queue reset, record): measured

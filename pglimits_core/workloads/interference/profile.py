@@ -185,7 +185,7 @@ class Dedicated(Strict):
     control are Postgres-only (no vacuum, no xmin elsewhere): they have no dedicated window."""
 
     levels: list[NonNegativeFloat] = Field(min_length=1)
-    #: the churn's harness worker processes (redis-benchmark cannot pace: a paced harness load)
+    #: the churn's qload workers (each one Redis connection running whole jobs, open loop)
     churn_workers: PositiveInt = 2
     #: the Redis queue's persistence (the queue study's option): ``always`` fsyncs every write
     #: before its reply, the durability class (per_commit) of the Postgres churn's commits

@@ -30,10 +30,11 @@ from typing import Any
 import pandas as pd
 
 #: a level whose load CPU set ran at least this busy (% of a core, median) shares it between the
-#: bystanders' clients and a busy load generator: the dedicated side's churn is 8 Python workers
-#: (three Redis round trips a job; 43-92 % of the load core in the sitting at 871e344d), the
-#: Postgres side's is pgbench (16-22 % with the bystanders at its heaviest level): a p99 there is
-#: partly the clients' own wait, so the level is not read against the other side's
+#: bystanders' clients and a busy load generator: the dedicated side's churn was 8 Python workers
+#: in the sitting at 871e344d (three Redis round trips a job; 43-92 % of the load core; now qload's
+#: compiled churn mode), the Postgres side's is pgbench (16-22 % with the bystanders at its
+#: heaviest level): a p99 there is partly the clients' own wait, so the level is not read against
+#: the other side's
 LOAD_SHARED_PCT = 40.0
 
 #: a p99 within this factor of its own side's baseline is not called inflated: one window per level
