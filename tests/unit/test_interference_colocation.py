@@ -133,3 +133,29 @@ def test_the_mitigations_table_sets_each_mitigated_window_beside_its_mechanism_u
     assert (row.dead_tuples_max_during, row.unmitigated_dead_tuples_max_during) == (37032, 87040)
     assert (row.fts_p99_ms, row.fts_p99_ms_unmitigated, row.churn_sustained) == (240.5, 450.3, True)
     assert mitigations_table(pd.DataFrame(), pd.DataFrame()).empty
+
+
+def queue_row(side, level, p99_ms, spread=None):
+    """The churn's own inflation row at a level: its job p99 (worst repetition), or only the
+    spread text of tables written before ``p99_worst_ms``."""
+    found = {**row(side, level, None, None, tenant="churn"), "p99_ms": spread or f"{p99_ms:.2f}"}
+    return found if spread else {**found, "p99_worst_ms": p99_ms}
+
+
+def test_a_queue_that_keeps_its_rate_only_by_queueing_its_jobs_is_not_carried():
+    """The bystander in its band at 75 % but the churn's job p99 at 306 ms in one repetition: the
+    level is the queue's miss, and a dedicated side that held it there with its queue inside the
+    target wins the cell."""
+    from pglimits_core.workloads.interference.colocation import QUEUE_TARGET_MS, is_miss
+
+    rows = frame(row("postgres", 0.5, 1.0, 1.1), row("postgres", 0.75, 1.0, 1.1),
+                 queue_row("postgres", 0.5, 36.7), queue_row("postgres", 0.75, None, spread="217.99 (202.95–305.94)"),
+                 row("dedicated", 0.75, 1.0, 1.2), queue_row("dedicated", 0.75, 12.0))
+    postgres = carried(rows, "postgres", "fts")
+    assert postgres.held.level == 0.5 and is_miss(postgres.stopped.state)
+    assert postgres.stopped.state == f"the queue's job p99 above its target (306 ms > {QUEUE_TARGET_MS:g} ms)"
+    assert outcome(postgres, carried(rows, "dedicated", "fts")) == DEDICATED_WINS
+    slow_dedicated = frame(*[r for r in rows.to_dict("records") if r["side"] == "postgres"],
+                           row("dedicated", 0.75, 1.0, 1.2), queue_row("dedicated", 0.75, 229.0))
+    assert outcome(postgres, carried(slow_dedicated, "dedicated", "fts")).startswith(
+        f"{NOT_DECIDED}: the dedicated side held no level at or above 75%")

@@ -294,6 +294,7 @@ def inflation_table(frame: pd.DataFrame) -> pd.DataFrame:
         out.append({"side": side, "mechanism": mechanism, "level": level, "churn_rate": group.churn_rate.iloc[0],
                     "churn_base": group.churn_base.iloc[0],
                     "backlog": group.backlog.iloc[0], "tenant": tenant, "runs": len(group), **paired_columns(group, base_window),
+                    "p99_worst_ms": pd.to_numeric(group.p99_ms, errors="coerce").max(),
                     "service_p99_ms": spread(group.service_p99_ms), "lag_p99_ms": spread(group.lag_p99_ms),
                     "max_ms": spread(group.max_ms), "achieved_per_s": spread(group.achieved_per_s, 1),
                     "kept_up": kept_up(group), "jobs_per_s": spread(group.jobs_per_s, 1),
