@@ -29,7 +29,13 @@ work for its sockets and disk, sampling jitter); above that, rule 4 holds. A cal
 harness series gets rules 3 and 4 as before (client and server only).
 
 Anything else is not client-bound (latency-, lock- or I/O-bound, or the offered rate is below
-capacity) and the reason says which figures led there. An embedded engine (SQLite) runs inside
+capacity) and the reason says which figures led there.
+
+Under a split placement (the server and the load on CPU sets of their own) rules 3 and 4 judge a
+box nobody shares, so ``classify_sets`` reads each set against its own size instead: the server
+saturated against its set (or its own ceiling, if smaller), the workers against the load set (or
+their count), and workers and harness together against the load set — a load set the bystanders'
+clients fill is client-bound though the two cores together are not. An embedded engine (SQLite) runs inside
 the workers, so there the question has no answer and the verdict is None.
 
 ``cpu_sum_error`` checks the figures themselves: client and server together cannot use more
@@ -50,7 +56,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from pglimits_core.placement import share_cores_now
+from pglimits_core.placement import in_force, share_cores_now
 from pglimits_core.samplers.base import DEFAULT_INTERVAL_S
 
 #: fraction of a CPU ceiling counted as "saturated": per-second samples never reach 100 %
@@ -107,6 +113,39 @@ def classify_client_bound(
     return _shared_box_verdict(client, server, cores, figures, machine, harness)
 
 
+def classify_sets(
+    client_cpu_pct_series: Iterable[float | None],
+    server_cpu_pct_series: Iterable[float | None],
+    set_cores: tuple[int, int],
+    client_workers: int,
+    server_cores: float | None = None,
+    harness_cpu_pct_series: Iterable[float | None] | None = None,
+) -> tuple[bool | None, str]:
+    """``(client_bound, reason)`` for one measured phase with the server and the load on CPU sets
+    of their own (``set_cores``: the load set's size, the server set's). The server is judged
+    against its set (or ``server_cores``, its own ceiling, if fewer); the workers against the load
+    set (or their count, if fewer: single-threaded workers); workers and harness (the study's own
+    process, on the load set too) together against the load set."""
+    client, server = steady_median(client_cpu_pct_series), steady_median(server_cpu_pct_series)
+    harness = steady_median(harness_cpu_pct_series or [])
+    if client is None or server is None:
+        return False, "no CPU samples for client or server: cannot tell"
+    load_cores, server_set = set_cores
+    load_ceiling, workers_ceiling = 100.0 * load_cores, 100.0 * min(client_workers, load_cores)
+    server_ceiling = 100.0 * min(server_cores or server_set, server_set)
+    load = client + (harness or 0.0)
+    figures = (f"load set: workers {client:.0f}%" + ("" if harness is None else f" + harness process {harness:.0f}%")
+               + f" of {load_ceiling:.0f}%, server {server:.0f}% of {server_ceiling:.0f}% "
+               "(median, % of one core; CPU sets of their own)")
+    if server >= SATURATION * server_ceiling:
+        return False, f"server-bound: server saturated; {figures}"
+    if client >= SATURATION * workers_ceiling:
+        return True, f"client-bound: workers saturated while the server has headroom; {figures}"
+    if load >= SATURATION * load_ceiling:
+        return True, f"client-bound: the load's set saturated (workers and harness) while the server has headroom; {figures}"
+    return False, f"not CPU-bound: both sets have idle CPU; {figures}"
+
+
 def _shared_box_verdict(client: float, server: float, cores: int, figures: str,
                         machine: float | None = None, harness: float | None = None) -> tuple[bool | None, str]:
     load = client + (harness or 0.0)  # the harness generates load on the client's side
@@ -161,18 +200,23 @@ def host_frame_verdict(frame: Any, client_workers: int, server_cores: int | None
     the harness series; None in both otherwise (and in records written before it was sampled)."""
     if frame is None or "client_cpu_pct" not in getattr(frame, "columns", []):
         return {"client_bound": None, "client_bound_reason": "no host samples", "cpu": {}}
-    cores = os.cpu_count() or 1
+    cores, placement = os.cpu_count() or 1, in_force()
+    shared = bool(set(placement.server_cpus) & set(placement.load_cpus))
     # the whole machine's busy CPU in the same seconds bounds what the sides can have used
     busy = frame["system_cpu_pct"] * cores if "system_cpu_pct" in frame.columns else None
     harness = frame["harness_cpu_pct"] if "harness_cpu_pct" in frame.columns else None
     cpu = {**cpu_medians(frame, busy, harness), "cores": cores, "server_cores": server_cores,
-           "client_and_server_share_cores": share_cores_now()}
+           "client_and_server_share_cores": shared}
     if engine_in_client:
         return {"client_bound": None, "client_bound_reason": NOT_APPLICABLE_IN_CLIENT, "cpu": cpu}
-    bound, reason = classify_client_bound(_finite(frame["client_cpu_pct"]), _finite(frame["server_cpu_pct"]),
-                                          cores=cores, client_cores=min(client_workers, cores),
-                                          server_cores=server_cores, machine_cpu_pct_series=_finite(busy),
-                                          harness_cpu_pct_series=_finite(harness))
+    client, server = _finite(frame["client_cpu_pct"]), _finite(frame["server_cpu_pct"])
+    if not shared:
+        bound, reason = classify_sets(client, server, (len(placement.load_cpus), len(placement.server_cpus)),
+                                      client_workers, server_cores, _finite(harness))
+    else:
+        bound, reason = classify_client_bound(client, server, cores=cores, client_cores=min(client_workers, cores),
+                                              server_cores=server_cores, machine_cpu_pct_series=_finite(busy),
+                                              harness_cpu_pct_series=_finite(harness))
     return {"client_bound": bound, "client_bound_reason": reason, "cpu": cpu}
 
 

@@ -152,3 +152,49 @@ def test_client_plus_server_above_the_machines_busy_cpu_fails_the_run(monkeypatc
     assert "busy CPU" in cpu_sum_error(verdict["cpu"])
     honest = rows.assign(system_cpu_pct=[86.0] * 5)  # 172 % of one core busy on 2 cores
     assert cpu_sum_error(host_frame_verdict(honest, client_workers=2)["cpu"]) is None
+
+
+def split_sets(monkeypatch, server=(0,), load=(1,)):
+    """The placement in force: the servers on ``server``, this process (the load) on ``load``."""
+    from pglimits_core import placement
+
+    monkeypatch.setenv(placement.SERVER_CPUS_ENV, placement.cpu_list(server))
+    monkeypatch.setattr(placement.os, "sched_getaffinity", lambda pid: set(load))
+
+
+def test_under_split_sets_a_load_set_the_clients_fill_is_client_bound(monkeypatch):
+    """Four bystander workers at 90 % of the one load core with the server at 60 % of its own:
+    on the two cores together neither side saturates (the shared-box rules said "idle CPU"), but
+    the load's set is full, so the clients' own wait is in every latency."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    split_sets(monkeypatch)
+    verdict = host_frame_verdict(host_frame(series(90.0), series(60.0)), client_workers=4)
+    assert verdict["client_bound"] is True and "workers saturated" in verdict["client_bound_reason"]
+    assert "of 100%" in verdict["client_bound_reason"] and verdict["cpu"]["client_and_server_share_cores"] is False
+
+
+def test_under_split_sets_the_harness_counts_with_the_workers_on_the_load_set():
+    from pglimits_core.samplers.classify import classify_sets
+
+    bound, reason = classify_sets(series(70.0), series(40.0), (1, 1), client_workers=4,
+                                  harness_cpu_pct_series=series(20.0))
+    assert bound and "the load's set saturated (workers and harness)" in reason
+    quiet, reason = classify_sets(series(50.0), series(40.0), (1, 1), client_workers=4,
+                                  harness_cpu_pct_series=series(20.0))
+    assert quiet is False and reason.startswith("not CPU-bound: both sets have idle CPU")
+
+
+def test_under_split_sets_the_server_is_judged_against_its_own_set():
+    from pglimits_core.samplers.classify import classify_sets
+
+    bound, reason = classify_sets(series(95.0), series(90.0), (1, 1), client_workers=4)
+    assert bound is False and reason.startswith("server-bound")  # the server's set full first
+    redis, reason = classify_sets(series(30.0), series(88.0), (1, 2), client_workers=2, server_cores=1)
+    assert redis is False and reason.startswith("server-bound") and "of 100%" in reason
+
+
+def test_on_shared_cores_the_shared_box_rules_still_judge(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    split_sets(monkeypatch, server=(0, 1), load=(0, 1))
+    verdict = host_frame_verdict(host_frame(series(90.0), series(60.0)), client_workers=4)
+    assert verdict["client_bound"] is False and "idle CPU" in verdict["client_bound_reason"]
