@@ -259,6 +259,14 @@ def churn_rates(offered: float, achieved: float, **extra: Any) -> dict[str, Any]
             "sustained": None if not offered else bool(achieved >= SUSTAINED_SHARE * offered), **extra}
 
 
+def batched(load: Churn | None, jobs_per_s: float) -> dict[str, Any]:
+    """Under batch claims, the churn's transactions beside its jobs (the record's summary and
+    histograms count jobs: each of a transaction's ``batch`` jobs has its latency)."""
+    if load is None or load.batch == 1:
+        return {}
+    return {"batch": load.batch, "transactions_per_s": round(jobs_per_s / load.batch, 2)}
+
+
 def vacuum_outcome(spans: list[dict[str, Any]], source: str, knobs: Knobs) -> dict[str, Any]:
     """The maintenance spans (table, kind, sub-second start/end) and the queue's cycle count."""
     cycles = evidence.vacuum_cycles(spans, knobs.warmup_s)
@@ -281,7 +289,8 @@ def window_outcome(measured: Any, load: Churn | None, knobs: Knobs, seed: int) -
     return {"tenants": tenants_seen, "events": measured.events, "sampler_errors": measured.sampler_errors,
             "warmup_s": knobs.warmup_s, "seed": seed,
             "churn": churn_rates(load.jobs_per_s if load else 0, len(claims) / (measured.window_s - knobs.warmup_s),
-                                 failed=measured.churn_failed, error=measured.churn_error),
+                                 failed=measured.churn_failed, error=measured.churn_error,
+                                 **batched(load, len(claims) / (measured.window_s - knobs.warmup_s))),
             "vacuum": vacuum_outcome(spans, source, knobs),
             "alignment": {role: evidence.alignment(s, spans, knobs.warmup_s) for role, s in series.items()},
             "series": evidence.compact(series, dead, measured.window_s, evidence.server_series(measured.frame)),
