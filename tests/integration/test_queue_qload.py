@@ -19,7 +19,8 @@ from pglimits_core.workloads.queue.capacity import QueueDesign
 from pglimits_core.workloads.queue.points import reading, variant
 from pglimits_core.workloads.queue.prefill_size import PrefillSizer
 from pglimits_core.workloads.queue.profile import QueueCapacity
-from pglimits_core.workloads.queue.qload_points import qload_point, qload_verbs
+from pglimits_core.workloads.queue.qload_points import qload_point
+from pglimits_core.workloads.queue.systems.qload_verbs import qload_verbs
 from tests.conftest import placed_study
 
 pytestmark = pytest.mark.integration
@@ -202,7 +203,7 @@ def churned(study_run, backlog: int, rate: float = 300.0, workers: int = 2, seco
     from pglimits_core.load.tools.process import ToolProcess
     from pglimits_core.load.tools.qload_churn import QloadChurn
     from pglimits_core.workloads.interference.ops import job_payload
-    from pglimits_core.workloads.queue.qload_points import qload_target
+    from pglimits_core.workloads.queue.systems.qload_verbs import qload_target
     from pglimits_core.workloads.queue.systems.registry import make_adapter
 
     run, split = study_run

@@ -10,8 +10,8 @@ from pglimits_core.errors import PGLimitsError
 from pglimits_core.profiles import load_profile
 from pglimits_core.workloads.queue.plan import plan
 from pglimits_core.workloads.queue.points import variant
-from pglimits_core.workloads.queue.qload_points import qload_target, qload_verbs
 from pglimits_core.workloads.queue.systems import sqlite_wal
+from pglimits_core.workloads.queue.systems.qload_verbs import qload_target, qload_verbs
 
 
 def flag(argv, name):

@@ -72,8 +72,7 @@ from pglimits_core.workloads.interference.window import (
     shifted,
     sleep_until,
 )
-from pglimits_core.workloads.queue.points import variant as queue_variant
-from pglimits_core.workloads.queue.qload_points import qload_target, qload_verbs
+from pglimits_core.workloads.queue.systems.qload_verbs import PlainDesign, qload_target, qload_verbs
 from pglimits_core.workloads.queue.systems.registry import make_adapter
 from pglimits_core.workloads.queue.systems.registry import server_for as queue_server
 from pglimits_core.workloads.search.systems.registry import server_for as search_server
@@ -200,7 +199,7 @@ def churn_load(points: dict[str, Any], churn_rate: float, churn_workers: int, wi
     after t = 0 to past the window's end (whole seconds, as pgbench's ``-T`` on the Postgres side)."""
     if churn_rate <= 0:
         return None
-    queue = queue_variant(SYSTEMS["churn"])
+    queue = PlainDesign(SYSTEMS["churn"])
     return QloadChurn(qload_verbs(queue), qload_target(points["churn"].url, queue), churn_rate, churn_workers,
                       math.ceil(window_s + 0.3), seed=seed)
 

@@ -32,7 +32,8 @@ from pglimits_core.workloads.queue.points import (
 )
 from pglimits_core.workloads.queue.prefill_size import PrefillSizer
 from pglimits_core.workloads.queue.profile import QueueCapacity
-from pglimits_core.workloads.queue.qload_points import QLOAD_SYSTEMS, qload_point
+from pglimits_core.workloads.queue.qload_points import qload_point
+from pglimits_core.workloads.queue.systems.qload_verbs import QLOAD_SYSTEMS
 
 if TYPE_CHECKING:
     from pglimits_core.studies.runner import RecordedRun

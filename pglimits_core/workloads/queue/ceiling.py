@@ -112,7 +112,7 @@ class QloadCeiling:
     fills_queue = True
 
     def load(self, url: str, v: QueueVariant, clients: int, knobs: dict[str, Any]) -> QloadBurnDown:
-        from pglimits_core.workloads.queue.qload_points import qload_target, qload_verbs
+        from pglimits_core.workloads.queue.systems.qload_verbs import qload_target, qload_verbs
 
         return QloadBurnDown(qload_verbs(v), qload_target(url, v), clients, v.batch, knobs["duration_s"],
                              knobs["warmup_s"])
