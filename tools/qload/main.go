@@ -422,7 +422,7 @@ func validate(c config) error {
 		return fmt.Errorf("-churn runs whole jobs at -rate (> 0) on -consumers workers: give -producers 0")
 	case c.rate == 0 && c.producers != 0:
 		return fmt.Errorf("-rate 0 is the burn-down of a prefilled queue: give -producers 0")
-	case c.rate < 0 || (c.rate > 0 && c.producers < 1) || c.consumers < 1 || c.batch < 1 || c.pipeline < 1:
+	case c.rate < 0 || (c.rate > 0 && c.producers < 1 && !c.churn) || c.consumers < 1 || c.batch < 1 || c.pipeline < 1:
 		return fmt.Errorf("-rate must be >= 0 (0: burn-down), -producers (with a rate), -consumers, -batch and -pipeline positive")
 	case c.system == "postgres" && (c.enqueueSQL == "" || c.claimSQL == ""):
 		return fmt.Errorf("postgres needs -enqueue-sql and -claim-sql (the adapter's statements)")
