@@ -26,9 +26,16 @@ applies:
    show whether the floor passes the other side: ``not decided: load-limited``;
 6. neither a floor: the rate ratio and its spread over the runs, worst case to best
    (``decided by rate``). A winner only when the worst case clears ``TIE_BAND``; "no measurable
-   difference" only when the two sides' run ranges overlap. A side ahead in every run but inside
-   the band is ``not decided: inside the tie band``; without per-run ranges neither a winner nor a
-   tie can be shown: ``not decided: run ranges not recorded``.
+   difference" only when the two sides' ranges overlap and their figures are inside the band of
+   each other; ranges that overlap while the figures are further apart (1,925 in 1,925–2,750
+   against 2,450 in 2,450–3,500: ×1.27) show neither a winner nor parity: ``not decided: ranges
+   overlap, figures apart beyond the tie band``. A side ahead in every run but inside the band is ``not decided:
+   inside the tie band``; without per-run ranges neither a winner nor a tie can be shown: ``not
+   decided: run ranges not recorded``;
+7. a winner whose figure a second load disputes (``Side.disputed``: at that rate another load
+   generator missed the target the first held, its own CPU not the limit): ``not decided: a second
+   load disputes the winner's figure``. A loser's disputed figure decides nothing away: the second
+   load puts it lower, so the margin only widens (the verdict says so).
 
 Server CPU per operation is never a rule here: it comes from one or two one-second samples per
 run, too few to decide a cell on. A side carries it only so that it is printed beside the cell.
@@ -38,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pglimits_core.samplers.limit import side_of_record
@@ -49,12 +56,14 @@ LIMITS = (SERVER, LOAD, NEITHER)
 BY_RATE = "decided by rate"
 BY_FLOOR = "decided by a floor above a ceiling"
 INSIDE_BAND = "not decided: inside the tie band"
+OVERLAP = "not decided: ranges overlap, figures apart beyond the tie band"
+DISPUTED = "not decided: a second load disputes the winner's figure"
 NO_RANGE = "not decided: run ranges not recorded"
 LOAD_LIMITED = "not decided: load-limited"
 NOT_RECORDED = "not decided: limit not recorded"
 NO_RATE = "not decided: no rate to compare"
 NOT_COMPARABLE = "not comparable here"
-CLASSES = (BY_RATE, BY_FLOOR, INSIDE_BAND, NO_RANGE, LOAD_LIMITED, NOT_RECORDED, NO_RATE, NOT_COMPARABLE)
+CLASSES = (BY_RATE, BY_FLOOR, INSIDE_BAND, OVERLAP, DISPUTED, NO_RANGE, LOAD_LIMITED, NOT_RECORDED, NO_RATE, NOT_COMPARABLE)
 DECIDED = (BY_RATE, BY_FLOOR)
 #: the classes under which the rate ratio is no measurement of the two systems (a floor, a limit
 #: not recorded, no rate, a rate out of reach); inside the band or without ranges it still is one
@@ -82,6 +91,8 @@ class Side:
     #: held the target at no rate it tried: its capacity is below ``value``, the lowest rate that
     #: missed the target with enough operations in its window for a p99 (an upper bound)
     below: bool = False
+    #: why a second load disputes ``value`` ("" : it does not, or none checked it)
+    disputed: str = ""
 
     @property
     def floor(self) -> bool:
@@ -109,6 +120,22 @@ class Verdict:
 def decide(a: Side, b: Side, tie_band: float = TIE_BAND) -> Verdict:
     """The class of the comparison of ``a`` with ``b``, the deciding ratio and the winner
     (the rules, in order, are the module's)."""
+    return _weighed_against_disputes(_decide(a, b, tie_band), a, b)
+
+
+def _weighed_against_disputes(verdict: Verdict, a: Side, b: Side) -> Verdict:
+    """Rule 7: a disputed winner decides nothing; a disputed loser is said, the verdict kept."""
+    if verdict.winner is None:
+        return verdict
+    winner, loser = (a, b) if verdict.winner == a.system else (b, a)
+    if winner.disputed:
+        return Verdict(DISPUTED, None, None, f"{winner.system}: {winner.disputed} ({verdict.why})", verdict.spread)
+    if loser.disputed:
+        return replace(verdict, why=f"{verdict.why}; {loser.system}: {loser.disputed}, which only widens the margin")
+    return verdict
+
+
+def _decide(a: Side, b: Side, tie_band: float) -> Verdict:
     unreachable = [side.system for side in (a, b) if not side.reaches_rate]
     if unreachable:
         return Verdict(NOT_COMPARABLE, None, None,
@@ -182,8 +209,11 @@ def _by_rate(a: Side, b: Side, tie_band: float) -> Verdict:
     if low >= tie_band or high <= 1 / tie_band:
         winner = a.system if low >= tie_band else b.system
         return Verdict(BY_RATE, ratio, winner, f"ahead beyond the tie band {every}: {ranges}", spread)
-    if low <= 1 <= high:
+    if low <= 1 <= high and 1 / tie_band < ratio < tie_band:
         return Verdict(BY_RATE, ratio, None, f"no measurable difference: the {unit}s overlap ({ranges})", spread)
+    if low <= 1 <= high:
+        return Verdict(OVERLAP, ratio, None, f"the {unit}s overlap ({ranges}), but the figures are ×{max(ratio, 1 / ratio):.2f} "
+                       "apart, beyond the tie band: neither a winner nor parity", spread)
     ahead = a.system if low > 1 else b.system
     return Verdict(INSIDE_BAND, ratio, None, f"{ahead} ahead {every}, but inside the tie band ({ranges})",
                    spread, ahead=ahead)

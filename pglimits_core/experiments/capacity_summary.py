@@ -6,8 +6,8 @@ only formats them, the same for every workload).
   was the limit (a floor) — with the load that drove it and, where a C tool did, the harness's
   agreement check;
 - **capacity at each target**: the bracket from the highest rate whose every steady window held to
-  the next rate whose steady window missed, else its server-limited ceiling (a looser target's may be a tighter one's windows, judged again: a
-  window whose p99 held 10 ms held 100 ms — the row then names them) (``≥`` where nothing above it was seen to miss, or the load set the
+  the next rate whose steady window missed, else its server-limited ceiling (every steady window of the design counts at each target, judged
+  again: a 50-ms search's window at 4 ms met 10 ms — the row then names the search) (``≥`` where nothing above it was seen to miss, or the load set the
   limit), how many windows held and their p99; "none held" with the rates whose windows failed;
 - **server µs per item** at the capacity rate (exact window CPU), shown, never deciding.
 """
@@ -78,8 +78,8 @@ def capacity_text(row: pd.Series, unit: str) -> str:
     bracket = f"≥ {rate:,.0f}" if bound == "floor" else f"{rate:,.0f}–{top:,.0f}"
     p99 = _number(row.get("p99_ms"))
     held = str(row.get("confirmations") or "")
-    tighter = _number(row.get("capacity_windows_of_ms"))
-    of = f"the p99 ≤ {tighter:g} ms target's windows" if tighter is not None else ""
+    other = _number(row.get("capacity_windows_of_ms"))
+    of = f"the p99 ≤ {other:g} ms search's windows" if other is not None else ""
     top_is = "top: its ceiling" if bound == "ceiling" else ""
     details = "; ".join(part for part in (top_is, held, f"p99 {p99:.1f} ms" if p99 is not None else "", of) if part)
     return f"{bracket} {unit}" + (f" ({details})" if details else "") + _held_above(row) + _window_above(row)

@@ -165,3 +165,21 @@ def test_sharded_sqlite_queue_delivers_every_id_exactly_once(server_dir: Path):
     assert sum(1 for out in outputs if out.read_text()) >= 2, "the consumers did not share the work"
     assert producer.depth() == 0
     producer.close()
+
+
+def test_a_sqlite_queues_reset_gives_its_freed_pages_back_as_truncate_does(server_dir: Path):
+    """Every point starts from an empty queue file, not one grown by the points before it (a
+    backup of a reused file copied 3.2 GB of free pages for 200,000 messages)."""
+    path = server_dir / "compact.db"
+    adapter = make_adapter("sqlite_wal", str(path))
+    adapter.open()
+    try:
+        adapter.fresh()
+        empty = path.stat().st_size
+        adapter.bulk_load([b"x" * 1000] * 20_000)
+        adapter.reset()
+        assert adapter.depth() == 0
+        assert adapter.conns[0].execute("PRAGMA freelist_count").fetchone()[0] == 0
+        assert path.stat().st_size <= 2 * empty + 64 * 1024, (empty, path.stat().st_size)
+    finally:
+        adapter.close()

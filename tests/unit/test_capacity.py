@@ -493,6 +493,24 @@ def test_a_looser_target_is_never_below_what_a_tighter_targets_steady_windows_he
     assert looser.capacity_per_s == 1575  # 40 ms holds 100 ms, but one window is not the 3 a confirmation needs
 
 
+def test_a_tighter_target_reads_the_windows_a_looser_targets_search_ran_that_met_it():
+    def at(target, rate, p99_ms):
+        made = record(CONFIRM, rate, p99_ms)
+        params = made["manifest"]["params"]
+        params |= {"target_p99_ms": target, "slo": {**params["slo"], "p99_bound_us": target * 1000}}
+        return made
+
+    # the 10-ms search stopped at 10,780; the 50-ms search's windows at 14,700 held 4-5 ms
+    records = [*[at(10.0, 10780, 3.0)] * 3, at(10.0, 15400, 11.9), *[at(50.0, 14700, 4.6)] * 3]
+    table = capacity_table(records, reading, lambda s: 0.0).set_index("target_p99_ms")
+    assert table.loc[10.0].capacity_per_s == 14700 and table.loc[10.0].capacity_windows_of_ms == 50.0
+    assert table.loc[10.0].capacity_miss_per_s == 15400
+    # a looser search's window that missed the tighter target bounds it there too
+    missed = [*[at(10.0, 1000, 3.0)] * 3, *[at(50.0, 1400, 30.0)] * 3]
+    tight = capacity_table(missed, reading, lambda s: 0.0).set_index("target_p99_ms").loc[10.0]
+    assert tight.capacity_per_s == 1000 and tight.capacity_miss_per_s == 1400
+
+
 def test_where_no_probe_held_steady_windows_bound_the_design_below_its_lowest_full_probe():
     from pglimits_core.experiments.capacity import MIN_ITEMS
 

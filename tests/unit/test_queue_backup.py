@@ -74,11 +74,12 @@ def test_delete_mode_claims_are_consumed_at_the_claim():
 
 # --- the tables ------------------------------------------------------------------------------------
 def drill(root: Path, name: str, variant_label: str, durability_class: str, backup_s: float,
-          restore_s: float, status: str = "complete", lost: int = 0, reappeared: int = 0) -> dict:
+          restore_s: float, status: str = "complete", lost: int = 0, reappeared: int = 0,
+          queue_mib: int = 300) -> dict:
     path = root / name
     path.mkdir()
     outcome = {"method": "pg_basebackup" if variant_label.startswith("pg") else "online backup API",
-               "queue_bytes": 300 * 2**20, "backup_s": backup_s, "backup_bytes": int(backup_s * 2**30),
+               "queue_bytes": queue_mib * 2**20, "backup_s": backup_s, "backup_bytes": int(backup_s * 2**30),
                "restore_to_first_claim_s": restore_s, "copy_s": 0.1, "start_s": restore_s - 0.05,
                "confirmed_before_backup": 1000, "acked_before_backup": 300, "acked_reappeared": reappeared,
                "lost": lost, "in_flight_at_backup": 2, "in_flight_returned": 2, "claimed_returned": 3,
@@ -144,6 +145,14 @@ def test_seed_ratios_within_one_class_with_the_sizes_said(tmp_path: Path):
     assert restore["our ratio A/B"] == 0.06 and restore["seed ratio A/B"] == "≤ 0.039×"
     # the queue's seed comparison carries them
     assert "queue hot backup time" in set(comparison_table(tables).figure)
+
+
+def test_queues_of_one_message_count_but_sizes_far_apart_are_not_compared(tmp_path: Path):
+    rows = frame(tmp_path)
+    rows = rows[~rows.variant.str.startswith("sqlite")]
+    grown = drill(tmp_path, "s8", "sqlite_wal batch=1 synchronous=full", "per_commit", 12.0, 8.8, queue_mib=5100)
+    judged = backup_seed_rows({"backup": backup_table(backup_drills(pd.concat([rows, pd.DataFrame([grown])])))})
+    assert all(row["verdict"].startswith("not compared: A's queue is ×17.0 the size") for row in judged)
 
 
 def test_different_classes_are_shown_as_context_not_judged(tmp_path: Path):

@@ -9,6 +9,7 @@ import pytest
 from pglimits_core.analysis.verdict import (
     BY_FLOOR,
     BY_RATE,
+    DISPUTED,
     INSIDE_BAND,
     LOAD,
     LOAD_LIMITED,
@@ -17,6 +18,7 @@ from pglimits_core.analysis.verdict import (
     NO_RATE,
     NOT_COMPARABLE,
     NOT_RECORDED,
+    OVERLAP,
     SERVER,
     Side,
     combined_limit,
@@ -42,9 +44,25 @@ def test_a_median_beyond_the_band_whose_worst_case_is_inside_it_names_no_winner(
 
 
 def test_overlapping_runs_are_no_measurable_difference():
-    verdict = decide(side("a", 1300, 1000, 1400), side("b", 1000, 900, 1100))
+    verdict = decide(side("a", 1100, 1000, 1400), side("b", 1000, 900, 1100))
     assert (verdict.klass, verdict.winner, verdict.tie) == (BY_RATE, None, True)
     assert verdict.why == "no measurable difference: the runs overlap (runs 1,000–1,400 vs 900–1,100)"
+
+
+def test_overlapping_ranges_with_figures_beyond_the_band_apart_are_neither_a_winner_nor_parity():
+    verdict = decide(side("pg", 1925, 1925, 2750), side("redis", 2450, 2450, 3500))
+    assert (verdict.klass, verdict.winner, verdict.tie) == (OVERLAP, None, False)
+    assert "×1.27 apart" in verdict.why and "no measurable difference" not in verdict.text()
+
+
+def test_a_winner_whose_figure_a_second_load_disputes_is_not_decided_a_loser_only_said():
+    from dataclasses import replace
+
+    pg, redis = side("pg", 1286, 1286, 1372), side("redis", 14700, 14700, 15400)
+    disputed = "the harness missed the target at 14,700/s"
+    assert decide(pg, replace(redis, disputed=disputed)).klass == DISPUTED
+    kept = decide(replace(pg, disputed="the harness missed the target at 1,286/s"), redis)
+    assert (kept.klass, kept.winner) == (BY_RATE, "redis") and "only widens the margin" in kept.why
 
 
 def test_ahead_in_every_run_inside_the_band_is_never_no_measurable_difference():

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pglimits_core.analysis.seed import AGREEMENT_SLACK
-from pglimits_core.analysis.verdict import BY_RATE, INSIDE_BAND, decide, sweep_class
+from pglimits_core.analysis.verdict import BY_RATE, INSIDE_BAND, OVERLAP, decide, sweep_class
 from pglimits_core.workloads.queue.like_for_like import one_promise
 
 # ``Any`` below: a ``seed.Measured`` and a ``seed_claims.SeedClaim`` (seed imports this module)
@@ -21,15 +21,17 @@ def promises_as_the_source(claim: Any, a: Any, b: Any) -> bool:
 
 def runs_overlap(a: Any, b: Any, low: float, high: float) -> str:
     """Where our runs show no direction — the one rule finds no winner beyond the tie band — the
-    ratio of the medians is no direction either: against a seed that claims one (its range leaves
-    1 out) the row is "not decided here"; against a seed that claims parity it is the same finding,
-    "agree". "" where the rule finds a winner, or a side has no runs to judge."""
+    ratio of the medians is no direction either: the row is "not decided here". Only a tie the rule
+    finds (ranges that overlap, inside the band either way) against a seed that claims parity (its
+    range takes in 1) is the same finding, "agree" — one side ahead in every run inside the band,
+    or ranges too wide to tell, agree with nothing. "" where the rule finds a winner, or a side
+    has no runs to judge."""
     if a.side is None or b.side is None:
         return ""
     found = decide(a.side, b.side)
-    if found.winner is not None or found.klass not in (BY_RATE, INSIDE_BAND):
+    if found.winner is not None or found.klass not in (BY_RATE, INSIDE_BAND, OVERLAP):
         return ""
-    if low / AGREEMENT_SLACK <= 1 <= high * AGREEMENT_SLACK:
+    if found.tie and low / AGREEMENT_SLACK <= 1 <= high * AGREEMENT_SLACK:
         return f"agree: our runs show no measurable difference either ({found.why})"
     return f"not decided here: our runs show no direction ({found.why})"
 

@@ -234,6 +234,8 @@ def _seed_row(figure: str, durability_class: str | None, seed_a, seed_b, a, b) -
     if durability_class is None and ratio is not None:
         judged = (f"not compared: no durability class measured on both sides (A {label(a.durability_class)}, "
                   f"B {label(b.durability_class)}); the ratio is context only")
+    elif ratio is not None and (apart := _sizes_apart(a, b)):
+        judged = f"not compared: {apart}; the ratio is context only"
     return {"source": SEED_SOURCE, "figure": f"queue {figure}",
             "durability class (ours, both sides)": label(durability_class) if durability_class else "—",
             "A / B": "SQLite WAL / Postgres", "seed durability": SEED_000_DURABILITY,
@@ -255,6 +257,25 @@ def _ours_text(row, column: str) -> str:
         return "no usable drill (not run, or every drill failed)"
     return (f"{float(row[column]):.2f} s — {row.variant} [{label(row.durability_class)}], "
             f"median of {int(row.drills)} drill(s), {_size_text(row)}")
+
+
+#: two queues of the same messages whose sizes are further apart than this did not start from one
+#: state (a file grown by earlier points, free pages and all): their copy times measure the files
+SIZE_APART = 2.0
+
+
+def _sizes_apart(a, b) -> str:
+    """"A's queue is ×16.9 the size of B's for the same messages (3,224 vs 190 MiB): not one start
+    state" where the sizes per message differ beyond ``SIZE_APART``; "" otherwise."""
+    per = [float(row.queue_mb) / float(row.queue_messages) if float(row.queue_messages) else None for row in (a, b)]
+    if None in per or not all(per):
+        return ""
+    times = max(per) / min(per)
+    if times <= SIZE_APART:
+        return ""
+    big = "A" if per[0] > per[1] else "B"
+    return (f"{big}'s queue is ×{times:.1f} the size of the other's per message ({float(a.queue_mb):,.0f} vs "
+            f"{float(b.queue_mb):,.0f} MiB): not one start state")
 
 
 def _size_text(row) -> str:

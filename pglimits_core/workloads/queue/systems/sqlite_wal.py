@@ -93,6 +93,11 @@ WHERE id IN (
 )
 RETURNING id, payload;"""
 RESET_SQL = "DELETE FROM queue"
+#: after the reset, the file gives its freed pages back (Postgres's TRUNCATE starts a new, empty
+#: relation file): without it every point after the first starts from a file grown by the points
+#: before it — a hot backup copied 3.2 GB of free pages for 200,000 messages where Postgres's
+#: and Redis's held ~190 MB
+COMPACT_SQL = ("VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)")
 
 DEFAULT_BACKOFF_BASE_S = 1.0  # the seed's 2^attempts seconds
 
@@ -155,6 +160,8 @@ class SQLiteWalQueue(QueueAdapter):
     def reset(self) -> None:
         for conn in self.conns:
             self.busy.run(lambda c=conn: c.execute(RESET_SQL))
+            for statement in COMPACT_SQL:
+                self.busy.run(lambda c=conn, s=statement: c.execute(s))
         self.attempts.clear()
 
     # --- verbs --------------------------------------------------------------------------
