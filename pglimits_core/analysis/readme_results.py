@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from collections import Counter
 from pathlib import Path
 
 from pglimits_core.analysis.outputs import build_outputs
@@ -47,10 +48,15 @@ def placement_words(records: list[dict]) -> str:
     """Where the servers and the load ran, from the records' ``placement`` (records without one,
     drills and records from before placement was recorded, say nothing); none at all: every core
     was shared."""
-    words = sorted({_one_placement(p) for r in records if (p := r["manifest"].get("placement"))})
-    if not words:
+    counts = Counter(_one_placement(p) for r in records if (p := r["manifest"].get("placement")))
+    if not counts:
         return "shared by clients and servers"
-    return " / ".join(words) if len(words) <= 2 else "in mixed placements (see each record)"
+    if len(counts) == 1:
+        return next(iter(counts))
+    if len(counts) > 2:
+        return "in mixed placements (see each record)"
+    # the records of one placement, then the few of the other (the placement experiment's)
+    return "; ".join(f"{words} ({n} record{'s' if n != 1 else ''})" for words, n in counts.most_common())
 
 
 def _one_placement(placement: dict) -> str:

@@ -104,11 +104,12 @@ def test_hardware_line_reads_the_newest_record_and_the_studys_closing_figure():
                                       "150 µs (measured at 10:02 UTC); git abcdef1234")
     closing = {"fsync_8k": {"median_us": 900.0, "measured_at": END}}
     split = {"mode": "split", "server_cpus": [0], "load_cpus": [1], "client_and_server_share_cores": False}
-    placed = [record({"median_us": 150.0, "measured_at": START}) for _ in range(2)]
-    placed[0]["manifest"]["placement"] = split
+    placed = [record({"median_us": 150.0, "measured_at": START}) for _ in range(3)]
+    placed[0]["manifest"]["placement"] = placed[2]["manifest"]["placement"] = split
     assert "2 vCPU split: servers on CPU 0, load on CPU 1, 8 GiB" in hardware_line(placed)
     placed[1]["manifest"]["placement"] = {**split, "server_cpus": [0, 1], "client_and_server_share_cores": True}
-    assert "vCPU shared by clients and servers / split: servers on CPU 0, load on CPU 1," in hardware_line(placed)
+    assert ("vCPU split: servers on CPU 0, load on CPU 1 (2 records); shared by clients and servers (1 record),"
+            in hardware_line(placed))
     assert "900 µs (measured at 11:47 UTC)" in hardware_line(records, closing)
 
 

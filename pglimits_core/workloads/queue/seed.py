@@ -24,6 +24,7 @@ from pglimits_core.analysis.runs import runs_limit
 from pglimits_core.analysis.seed import AGREEMENT_SLACK, floor_could_move_it, verdict  # noqa: F401
 from pglimits_core.analysis.seed import range_text as _range_text
 from pglimits_core.analysis.verdict import (
+    BY_RATE,
     NOT_COMPARABLE,
     Side,
     limit_from_record,
@@ -351,6 +352,9 @@ def _comparison_row(claim: SeedClaim, durability_class: str | None, a: Measured 
     unit = "jobs/s" if claim.metric.startswith("throughput") else "ms p99"
     klass = judged_by(durability_class, a, b) if a is None or b is None or promises_as_the_source(
         claim, a, b) else "—"
+    if "not decided here" in judged and klass == BY_RATE:
+        # a tie the rule found, against a seed that claims a direction: the row decides nothing
+        klass = "not decided: no measurable difference against the seed's direction"
     return {"source": claim.source, "figure": claim.what,
             "durability class (ours, both sides)": label(durability_class) if durability_class else "—",
             "A / B": f"{claim.a_label} / {claim.b_label}", "seed durability": claim.seed_durability,
