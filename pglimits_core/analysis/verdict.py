@@ -28,14 +28,10 @@ applies:
    (``decided by rate``). A winner only when the worst case clears ``TIE_BAND``; "no measurable
    difference" only when the two sides' ranges overlap and their figures are inside the band of
    each other; ranges that overlap while the figures are further apart (1,925 in 1,925–2,750
-   against 2,450 in 2,450–3,500: ×1.27) show neither a winner nor parity: ``not decided: ranges
+   against 2,450 in 2,450–3,500: ×1.27, an earlier reading of the queue's per-commit cell) show neither a winner nor parity: ``not decided: ranges
    overlap, figures apart beyond the tie band``. A side ahead in every run but inside the band is ``not decided:
    inside the tie band``; without per-run ranges neither a winner nor a tie can be shown: ``not
-   decided: run ranges not recorded``;
-7. a winner whose figure a second load disputes (``Side.disputed``: at that rate another load
-   generator missed the target the first held, its own CPU not the limit): ``not decided: a second
-   load disputes the winner's figure``. A loser's disputed figure decides nothing away: the second
-   load puts it lower, so the margin only widens (the verdict says so).
+   decided: run ranges not recorded``.
 
 Server CPU per operation is never a rule here: it comes from one or two one-second samples per
 run, too few to decide a cell on. A side carries it only so that it is printed beside the cell.
@@ -45,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pglimits_core.samplers.limit import side_of_record
@@ -57,13 +53,12 @@ BY_RATE = "decided by rate"
 BY_FLOOR = "decided by a floor above a ceiling"
 INSIDE_BAND = "not decided: inside the tie band"
 OVERLAP = "not decided: ranges overlap, figures apart beyond the tie band"
-DISPUTED = "not decided: a second load disputes the winner's figure"
 NO_RANGE = "not decided: run ranges not recorded"
 LOAD_LIMITED = "not decided: load-limited"
 NOT_RECORDED = "not decided: limit not recorded"
 NO_RATE = "not decided: no rate to compare"
 NOT_COMPARABLE = "not comparable here"
-CLASSES = (BY_RATE, BY_FLOOR, INSIDE_BAND, OVERLAP, DISPUTED, NO_RANGE, LOAD_LIMITED, NOT_RECORDED, NO_RATE, NOT_COMPARABLE)
+CLASSES = (BY_RATE, BY_FLOOR, INSIDE_BAND, OVERLAP, NO_RANGE, LOAD_LIMITED, NOT_RECORDED, NO_RATE, NOT_COMPARABLE)
 DECIDED = (BY_RATE, BY_FLOOR)
 #: the classes under which the rate ratio is no measurement of the two systems (a floor, a limit
 #: not recorded, no rate, a rate out of reach); inside the band or without ranges it still is one
@@ -91,8 +86,6 @@ class Side:
     #: held the target at no rate it tried: its capacity is below ``value``, the lowest rate that
     #: missed the target with enough operations in its window for a p99 (an upper bound)
     below: bool = False
-    #: why a second load disputes ``value`` ("" : it does not, or none checked it)
-    disputed: str = ""
 
     @property
     def floor(self) -> bool:
@@ -120,22 +113,6 @@ class Verdict:
 def decide(a: Side, b: Side, tie_band: float = TIE_BAND) -> Verdict:
     """The class of the comparison of ``a`` with ``b``, the deciding ratio and the winner
     (the rules, in order, are the module's)."""
-    return _weighed_against_disputes(_decide(a, b, tie_band), a, b)
-
-
-def _weighed_against_disputes(verdict: Verdict, a: Side, b: Side) -> Verdict:
-    """Rule 7: a disputed winner decides nothing; a disputed loser is said, the verdict kept."""
-    if verdict.winner is None:
-        return verdict
-    winner, loser = (a, b) if verdict.winner == a.system else (b, a)
-    if winner.disputed:
-        return Verdict(DISPUTED, None, None, f"{winner.system}: {winner.disputed} ({verdict.why})", verdict.spread)
-    if loser.disputed:
-        return replace(verdict, why=f"{verdict.why}; {loser.system}: {loser.disputed}, which only widens the margin")
-    return verdict
-
-
-def _decide(a: Side, b: Side, tie_band: float) -> Verdict:
     unreachable = [side.system for side in (a, b) if not side.reaches_rate]
     if unreachable:
         return Verdict(NOT_COMPARABLE, None, None,

@@ -80,20 +80,8 @@ def capacity_side(row: pd.Series) -> Side | None:
     limit = {"floor": LOAD, "ceiling": SERVER}.get(bound, _miss_limit(row))
     return Side(row["variant"], rate, limit,
                 (rate, rate if top is None else top), server_cpu_us_per_op=_number(row.get("server_cpu_us_per_item")),
-                range_of="bracket", disputed=rate_dispute(row))
+                range_of="bracket")
 
-
-def rate_dispute(row: pd.Series) -> str:
-    """"the harness missed the target at 1,286/s (p99 37.1 ms; the compiled load's 3.1), its own
-    CPU not the limit" where the second load, not limited by its own core, missed the target at a
-    rate the capacity's windows held ("": it held too, none checked, or it measured its own core)."""
-    agrees = row.get("rate_agrees")
-    if agrees is None or pd.isna(agrees) or bool(agrees):
-        return ""
-    rate, p99 = _number(row.get("rate_check_per_s")), _number(row.get("rate_check_p99_ms"))
-    tool_p99 = _number(row.get("rate_check_tool_p99_ms"))
-    ps = "" if p99 is None else f" (p99 {p99:.1f} ms" + (f"; the compiled load's {tool_p99:.1f}" if tool_p99 else "") + ")"
-    return f"the harness missed the target at {rate:,.0f}/s{ps}, its own CPU not the limit"
 
 
 def _held_nowhere(row: pd.Series) -> Side | None:
@@ -234,6 +222,10 @@ def rate_check(row: pd.Series) -> str:
     ps = (f" (p99 {p99:.1f} ms" + (f"; the compiled load's {tool_p99:.1f}" if tool_p99 is not None else "") + ")"
           if p99 is not None else "")
     agrees = row.get("rate_agrees")
+    at_figure = row.get("rate_check_at_figure")
+    if at_figure is not None and not pd.isna(at_figure) and not bool(at_figure):
+        held = "held" if row.get("rate_check_held") else "missed"
+        return f"; at {rate:,.0f}/s, not the figure, the harness {held} the target{ps}: no check of the figure"
     if agrees is None or pd.isna(agrees):
         return f"; at {rate:,.0f}/s the harness missed the target limited by its own core{ps}: no check"
     return f"; at {rate:,.0f}/s the harness {'held the target too' if agrees else 'missed the target'}{ps}"

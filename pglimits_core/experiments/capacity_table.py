@@ -292,21 +292,20 @@ def _lowest_miss_above(rate: float, rows: list[dict[str, Any]]) -> dict[str, Any
 def rate_check_figures(checks: list[dict[str, Any]], figures: dict[str, Any]) -> dict[str, Any]:
     """The harness's window at the capacity rate beside the compiled load's (``rate_check_*``):
     its rate, p99, whether it held the target, its limit side, and ``rate_agrees`` — both loads
-    held the target there (None: no check, or a harness limited by its own core that missed: it
-    measured itself)."""
+    held the target there (None: no check, a check at another rate than the figure, or a harness
+    limited by its own core that missed: it measured itself)."""
     if not checks:
         return {}
-    check = checks[-1]
+    # the check at the figure where there is one (the last run at it), else the last check
+    check = next((c for c in reversed(checks) if c["offered"] == figures.get("capacity_per_s")), checks[-1])
     limit = limit_of(check["manifest"])
-    agrees = None if (limit == LOAD and not check["held"]) else bool(check["held"])
+    at_figure = check["offered"] == figures.get("capacity_per_s")
+    # a check at another rate than the figure (the capacity read from another search's windows)
+    # checks nothing about the figure: shown, never an agreement
+    agrees = None if (limit == LOAD and not check["held"]) or not at_figure else bool(check["held"])
     return {"rate_check_per_s": check["offered"], "rate_check_p99_ms": _ms(check["point"].p99_us),
-            "rate_check_held": check["held"], "rate_check_limit": limit,
-            "rate_check_tool_p99_ms": figures.get("p99_ms") if check["offered"] == figures.get("capacity_per_s")
-            else None, "rate_agrees": agrees}
-
-
-#: operations a window needs before its p99 is one (the experiment's ``MIN_ITEMS``)
-MIN_ITEMS_FOR_P99 = MIN_ITEMS
+            "rate_check_held": check["held"], "rate_check_limit": limit, "rate_check_at_figure": at_figure,
+            "rate_check_tool_p99_ms": figures.get("p99_ms") if at_figure else None, "rate_agrees": agrees}
 
 
 def _missed_under(miss: dict[str, Any] | None, rate: float | None) -> dict[str, Any]:
@@ -320,11 +319,11 @@ def _missed_under(miss: dict[str, Any] | None, rate: float | None) -> dict[str, 
 
 def _missed_everywhere(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Where no probe and no confirmation held: ``below_per_s``, the lowest rate that missed with
-    at least ``MIN_ITEMS_FOR_P99`` operations offered in its window (its capacity is under it), and
+    at least ``MIN_ITEMS`` operations (the experiment's: enough for a p99) offered in its window (its capacity is under it), and
     that window's ``below_limit`` and ``below_p99_ms``; nothing where anything held."""
     if not rows or any(r["held"] for r in rows):
         return {}
-    full = [r for r in rows if r["offered"] * (r["manifest"]["params"].get("window_s") or 0) >= MIN_ITEMS_FOR_P99]
+    full = [r for r in rows if r["offered"] * (r["manifest"]["params"].get("window_s") or 0) >= MIN_ITEMS]
     if not full:
         return {}
     lowest = min(full, key=lambda r: r["offered"])
@@ -369,9 +368,10 @@ def capacity_table(records: list[dict[str, Any]], reading: Reading, items_per_s:
             figures = capacity_figures(readings(searched, reading) + other_targets_windows(runs, target, reading))
             figures["window_held_above_per_s"] = None if figures.get("capacity_miss_per_s") is not None else (
                 window_held_above(runs, target, reading, figures.get("capacity_per_s")))
-            checked = [r for r in at if r["manifest"]["params"]["stage"] == RATE_CHECK]
+            # a check window, like a steady one, is judged by each target whichever search asked for it
+            checked = [r for r in runs if r["manifest"]["params"]["stage"] == RATE_CHECK]
             rows.append({**base, "target_p99_ms": target, **ceiling, **figures,
-                         **rate_check_figures(readings(checked, reading), figures)})
+                         **rate_check_figures(readings(checked, reading, judged_at_ms=target), figures)})
         if not targets:
             rows.append({**base, "target_p99_ms": None, **ceiling})
     return pd.DataFrame(rows)

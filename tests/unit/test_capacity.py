@@ -456,6 +456,11 @@ def test_the_rate_check_sits_beside_the_capacity_and_never_counts_as_a_confirmat
     floor = capacity_table([*confirmed, record(RATE_CHECK, 750, 30.0, limit=LOAD, required=1)], reading,
                            lambda s: 0.0).iloc[0]
     assert floor.rate_agrees is None and "limited by its own core" in load_check(floor)
+    # a check at a lower rate than the figure checks nothing about the figure
+    elsewhere = capacity_table([*confirmed, record(RATE_CHECK, 500, 4.0, required=1)], reading, lambda s: 0.0).iloc[0]
+    assert elsewhere.rate_agrees is None and not elsewhere.rate_check_at_figure
+    assert "at 500/s, not the figure, the harness held the target (p99 4.0 ms): no check of the figure" in load_check(
+        elsewhere)
 
 
 def test_a_design_that_held_at_no_rate_is_below_its_lowest_full_window_and_the_cell_decides():

@@ -9,7 +9,6 @@ import pytest
 from pglimits_core.analysis.verdict import (
     BY_FLOOR,
     BY_RATE,
-    DISPUTED,
     INSIDE_BAND,
     LOAD,
     LOAD_LIMITED,
@@ -54,15 +53,6 @@ def test_overlapping_ranges_with_figures_beyond_the_band_apart_are_neither_a_win
     assert (verdict.klass, verdict.winner, verdict.tie) == (OVERLAP, None, False)
     assert "×1.27 apart" in verdict.why and "no measurable difference" not in verdict.text()
 
-
-def test_a_winner_whose_figure_a_second_load_disputes_is_not_decided_a_loser_only_said():
-    from dataclasses import replace
-
-    pg, redis = side("pg", 1286, 1286, 1372), side("redis", 14700, 14700, 15400)
-    disputed = "the harness missed the target at 14,700/s"
-    assert decide(pg, replace(redis, disputed=disputed)).klass == DISPUTED
-    kept = decide(replace(pg, disputed="the harness missed the target at 1,286/s"), redis)
-    assert (kept.klass, kept.winner) == (BY_RATE, "redis") and "only widens the margin" in kept.why
 
 
 def test_ahead_in_every_run_inside_the_band_is_never_no_measurable_difference():
