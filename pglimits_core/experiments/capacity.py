@@ -213,11 +213,12 @@ class CapacityRun:
         self.records.append(recorded)
         return read(self.design, recorded, rate)
 
-    def search(self, target_ms: float) -> float | None:
+    def search(self, target_ms: float, floor: float | None = None) -> float | None:
         """The coarse search: short probes, each rate once; the highest that held — or, where none
         did, the lowest rate whose probe offered ``MIN_ITEMS`` operations (a p99 needs them): its
         steady windows then show whether the design holds the target there, or bound it below
-        that rate from steady windows rather than from a short probe."""
+        that rate from steady windows rather than from a short probe. With ``floor`` (a tighter
+        target's confirmed rate, which holds this one too) it starts there, never below."""
         plan, slo = self.plan, slo_for(target_ms)
         probed = self.probed.setdefault(target_ms, {})
 
@@ -226,8 +227,8 @@ class CapacityRun:
             probed[rate] = slo.failure(point) is None
             return point
 
-        found = search_rate(probe, slo, start_rate=self.start(), factor=plan.factor, tolerance=plan.tolerance,
-                            max_probes=plan.max_probes, repeats=1)
+        found = search_rate(probe, slo, start_rate=max(self.start(), floor or 0), factor=plan.factor,
+                            tolerance=plan.tolerance, max_probes=plan.max_probes, repeats=1)
         if found.sustainable_rate is not None:
             return found.sustainable_rate
         full = [rate for rate in probed if rate * plan.probe_s >= MIN_ITEMS]
@@ -246,11 +247,13 @@ class CapacityRun:
         if recorded is not None:
             self.records.append(recorded)
 
-    def confirm(self, target_ms: float, rate: float | None) -> float | None:
-        """Steady windows at ``rate`` until ``confirmations`` all hold; a failure steps down."""
+    def confirm(self, target_ms: float, rate: float | None, floor: float | None = None) -> float | None:
+        """Steady windows at ``rate`` until ``confirmations`` all hold; a failure steps down — to
+        ``floor`` at the lowest, a tighter target's confirmed rate, whose steady windows held this
+        target too (the table reads every steady window at every target): none are run again."""
         for _ in range(self.plan.max_steps_down + 1):
-            if rate is None:
-                return None
+            if rate is None or (floor is not None and rate <= floor):
+                return floor
             if self.steady(target_ms, rate):
                 return rate
             rate *= self.plan.step_down
@@ -299,8 +302,11 @@ def measure_capacity(run: StudyRun, design: Design, plan: CapacityPlan) -> list[
     capacity = CapacityRun(run, design, plan)
     capacity.ceilings()
     capacity.checks()
-    confirmed = {target_ms: capacity.pin_top(target_ms, capacity.narrow(
-        target_ms, capacity.confirm(target_ms, capacity.search(target_ms)))) for target_ms in targets_of(design, plan)}
+    confirmed: dict[float, float | None] = {}
+    for target_ms in sorted(targets_of(design, plan)):  # the tightest first: a looser one starts at its rate
+        floor = max((rate for rate in confirmed.values() if rate is not None), default=None)
+        found = capacity.confirm(target_ms, capacity.search(target_ms, floor), floor)
+        confirmed[target_ms] = capacity.pin_top(target_ms, capacity.narrow(target_ms, found))
     capacity.rate_check(confirmed)
     return capacity.records
 

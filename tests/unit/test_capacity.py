@@ -65,6 +65,19 @@ def test_the_ceiling_comes_first_then_short_probes_then_steady_confirmations():
     assert 900 <= confirmed <= 1000 and all(c["offered_per_s"] == confirmed for c in confirms[:3])
 
 
+def test_a_looser_target_starts_at_the_tighter_ones_rate_and_never_confirms_below_it_again():
+    from dataclasses import replace
+
+    design = KneeDesign(knee=1000)
+    measure_capacity(None, design, replace(PLAN, targets_ms=(50.0, 10.0)))
+    tight = [c["offered_per_s"] for c in design.calls if c["stage"] == CONFIRM and c["target_p99_ms"] == 10.0]
+    held_at_10 = tight[0]
+    loose_probes = [c["offered_per_s"] for c in design.calls if c["stage"] == PROBE and c["target_p99_ms"] == 50.0]
+    loose_confirms = [c["offered_per_s"] for c in design.calls if c["stage"] == CONFIRM and c["target_p99_ms"] == 50.0]
+    assert min(loose_probes) >= held_at_10  # the 10-ms windows hold 50 ms: nothing below them is probed
+    assert all(rate > held_at_10 for rate in loose_confirms)  # nor confirmed again
+
+
 class CeilingReadingDesign(KneeDesign):
     """A knee design whose ceiling windows it can read: ``ceiling`` items/s each."""
 
