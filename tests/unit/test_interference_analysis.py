@@ -67,6 +67,15 @@ def test_every_ratio_pairs_a_repetition_with_its_same_seed_baseline():
     assert "no consistent direction" in sides.change(0.83, 1.09)
 
 
+def test_the_ratios_bracket_is_rounded_outward_so_the_band_never_swallows_a_repetition_above_it():
+    # 12.543 / 10 = ×1.2543: above ×1.25, so the level straddles the band, never inside it
+    records = [record("baseline", 42, {"fts": 10.0}), record("baseline", 43, {"fts": 10.0}),
+               record("churn", 42, {"fts": 12.543}), record("churn", 43, {"fts": 8.432})]
+    row = all_tables(interference_frame(records))["inflation"].query("mechanism == 'churn'").iloc[0]
+    assert (row.ratio_min, row.ratio_max) == (0.84, 1.26)
+    assert sides.inflated(row.ratio_min, row.ratio_max) is None
+
+
 def test_an_act_window_is_compared_over_the_plain_seconds_only():
     flat = {"fts_p99_ms": [10.0] * 36}
     late = {"fts_p99_ms": [12.0] * 36 + [500.0] * 14}  # seconds 36-49: a schedule the baseline never ran

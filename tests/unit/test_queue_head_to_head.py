@@ -80,7 +80,7 @@ def test_server_cpu_per_job_is_from_the_cpu_share_and_zero_is_no_measurement():
 
 
 def test_harness_and_tool_server_cpu_agree_within_the_stated_tolerance():
-    assert cpu_agreement(110.0, 100.0).startswith("yes (harness 1.10× tool)")
+    assert cpu_agreement(110.0, 100.0).startswith("yes; harness 1.10× tool")
     assert cpu_agreement(130.0, 100.0).startswith("NO (beyond 25%")
     assert cpu_agreement(75.0, 100.0).startswith("NO") and cpu_agreement(None, 100.0) == "—"
 

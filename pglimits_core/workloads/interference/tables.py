@@ -21,6 +21,7 @@ Every table copes with an empty frame (a notebook opened before any results exis
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -245,8 +246,9 @@ def paired_columns(group: pd.DataFrame, base_window: pd.Series) -> dict[str, Any
             "compared_on": group.compared_on.iloc[0],
             "inflation_ms": spread(compared - base) if base.notna().any() else "—",
             "ratio": round(float(known.median()), 2) if len(known) else None,
-            "ratio_min": round(float(known.min()), 2) if len(known) else None,
-            "ratio_max": round(float(known.max()), 2) if len(known) else None,
+            # rounded outward: the band test reads these, and 1.2543 rounded to 1.25 would sit inside ×1.25
+            "ratio_min": math.floor(round(float(known.min()) * 100, 6)) / 100 if len(known) else None,
+            "ratio_max": math.ceil(round(float(known.max()) * 100, 6)) / 100 if len(known) else None,
             "paired_ratios": paired.ratios(ratio),
             "per_second_diff_ms": spread(group.s_diff_ms),
             "seconds_higher": " · ".join(str(v) for v in group.s_higher if v) or "—",

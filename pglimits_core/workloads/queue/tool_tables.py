@@ -150,10 +150,10 @@ def cpu_agreement(harness_us: float | None, tool_us: float | None, tolerance: fl
         return "—"
     ratio = harness_us / tool_us
     if not trusted:
-        return f"cannot tell (a run's CPU split is untrusted: busy machine or unseen client; read as it is, harness {ratio:.2f}× tool)"
+        return f"cannot tell (a run's CPU split is untrusted: busy machine or unseen client); read as it is, harness {ratio:.2f}× tool"
     within = max(ratio, 1 / ratio) - 1 <= tolerance
     verdict = "yes" if within else f"NO (beyond {tolerance:.0%}: check the sampler's process set)"
-    return f"{verdict} (harness {ratio:.2f}× tool)"
+    return f"{verdict}; harness {ratio:.2f}× tool"
 
 
 def harness_bench_table(frame: pd.DataFrame) -> pd.DataFrame:
