@@ -194,9 +194,10 @@ def test_qloads_confirmed_rate_is_checked_by_the_harness_at_that_rate(study_run)
     assert row.capacity_per_s == 100.0 and row.rate_check_per_s == 100.0 and row.rate_agrees, row.to_dict()
 
 
-def churned(study_run, backlog: int, rate: float = 300.0, workers: int = 2, seconds: float = 2.0, key: str = "churn"):
+def churned(study_run, backlog: int, rate: float = 300.0, workers: int = 2, seconds: float = 2.0, key: str = "churn",
+            payload_bytes: int = 0, left: bool = False):
     """qload's churn mode on the Redis reliable queue with ``backlog`` jobs waiting: its jobs and
-    the queue's depth after it."""
+    the queue's depth after it (``left``: the messages left, oldest last)."""
     import tempfile
     from pathlib import Path
 
@@ -213,11 +214,12 @@ def churned(study_run, backlog: int, rate: float = 300.0, workers: int = 2, seco
         queue.reset()
         if backlog:
             queue.enqueue([job_payload(f"backlog-{i}", 100) for i in range(backlog)])
-    load = QloadChurn(qload_verbs(queue_variant), qload_target(url, queue_variant), rate, workers, seconds, seed=3)
+    load = QloadChurn(qload_verbs(queue_variant), qload_target(url, queue_variant), rate, workers, seconds, seed=3,
+                      payload_bytes=payload_bytes)
     with placed(split), tempfile.TemporaryDirectory() as scratch:
         jobs = load.run(ToolProcess(Path(scratch)))
     with make_adapter("redis_reliable", url, key=key) as queue:
-        return jobs, queue.depth()
+        return jobs, (queue.pending() if left else queue.depth())
 
 
 def test_qloads_churn_runs_whole_jobs_at_the_rate_and_keeps_the_backlogs_depth(study_run):
@@ -245,3 +247,12 @@ def test_qloads_churn_without_a_backlog_acks_every_message_it_sent(study_run):
     assert jobs.error is None, jobs.error
     assert depth == 0
     assert jobs.reported["errors"] == 0 and jobs.reported["sent_total"] == len(jobs.jobs) > 0
+
+
+def test_qloads_churn_sizes_every_job_as_asked(study_run):
+    """With -payload-bytes every message the churn enqueues is that size (the Postgres churn's
+    fixed size): a backlog of 50 under ~600 jobs leaves only churn-made messages, FIFO, each 845 B."""
+    jobs, left = churned(study_run, backlog=50, key="churn-sized", payload_bytes=845, left=True)
+    assert jobs.error is None, jobs.error
+    assert jobs.reported["payload_bytes"] == 845
+    assert len(left) == 50 and {len(message) for message in left} == {845}

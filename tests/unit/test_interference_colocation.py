@@ -44,6 +44,16 @@ def test_a_level_that_cannot_be_read_stops_the_reading_and_names_why():
     assert slow.stopped.state == "tenant fell behind its offered rate"
 
 
+def test_a_level_a_repetition_ran_faster_beside_the_churn_than_alone_is_not_read_as_held():
+    """Churn adds work: ×0.76 beside it says the pair did not run on the same box, so the level
+    above it cannot rest on this one (the OLTP tenant's 25 % level in the committed records)."""
+    found = carried(frame(row("postgres", 0.25, 0.76, 1.22, tenant="oltp"), row("postgres", 0.5, 0.93, 1.14, tenant="oltp")),
+                    "postgres", "oltp")
+    assert found.held is None and found.stopped.level == 0.25
+    assert found.stopped.state.startswith("windows not comparable: a repetition ran faster") and "×0.76" in found.stopped.state
+    assert carried(frame(row("postgres", 0.25, 0.81, 1.2)), "postgres", "fts").stopped is None
+
+
 def test_postgres_holding_every_level_suffices_and_a_miss_the_dedicated_side_holds_is_its_win():
     every = frame(row("postgres", 0.25, 1.0, 1.1), row("postgres", 0.75, 1.1, 1.2))
     assert outcome(carried(every, "postgres", "fts"), carried(every, "dedicated", "fts")) == POSTGRES_MEETS

@@ -23,6 +23,15 @@ def test_the_churn_runs_whole_jobs_on_its_workers_at_the_rate():
     assert flag(argv, "-rate") == "1534.5" and flag(argv, "-duration") == "46s" and flag(argv, "-warmup") == "0s"
     assert flag(argv, "-system") == "redis" and flag(argv, "-key") == "q" and flag(argv, "-batch") == "1"
     assert command.timeout_s > 46
+    assert flag(argv, "-payload-bytes") == "0"
+
+
+def test_the_churn_can_size_every_job_as_the_postgres_side_does():
+    load = QloadChurn(QueueVerbs("redis", key="q"), "127.0.0.1:6390", 100, 2, 10, binary="/bin/qload",
+                      payload_bytes=845)
+    (command,) = load.commands()
+    assert flag(command.argv, "-payload-bytes") == "845"
+    assert load.describe()["payload_bytes"] == 845
 
 
 def test_jobs_are_put_on_the_monotonic_clock_and_timed_from_their_intended_start():

@@ -21,7 +21,7 @@ func (r *run) churn(ctx context.Context, q Queue, worker int) {
 	meanGapNs := float64(r.cfg.consumers) / r.cfg.rate * 1e9
 	intended := r.start + int64(rng.ExpFloat64()*meanGapNs)
 	for k := 0; intended < r.windowEnd; k++ {
-		message := payload(rng, fmt.Sprintf("c%d-%d", worker, k), intended)
+		message := payload(rng, fmt.Sprintf("c%d-%d", worker, k), intended, r.cfg.payloadBytes)
 		if wait := intended - monotonicNs(); wait > 0 {
 			time.Sleep(time.Duration(wait))
 		}

@@ -49,6 +49,7 @@ type config struct {
 	key                           string
 	pipeline                      int
 	seed                          int64
+	payloadBytes                  int // > 0: every payload this many bytes; 0: the size mix
 	samples                       string
 	churn                         bool // whole jobs per worker: churn.go
 }
@@ -82,16 +83,25 @@ var sizeMix = []struct {
 	share float64
 }{{256, 0.70}, {1024, 0.25}, {8192, 0.05}}
 
-const filler = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
-func payload(rng *rand.Rand, id string, enqNs int64) []byte {
-	size, point, total := sizeMix[len(sizeMix)-1].size, rng.Float64(), 0.0
+func mixSize(rng *rand.Rand) int {
+	point, total := rng.Float64(), 0.0
 	for _, s := range sizeMix {
 		total += s.share
 		if point < total {
-			size = s.size
-			break
+			return s.size
 		}
+	}
+	return sizeMix[len(sizeMix)-1].size
+}
+
+const filler = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// payload builds one message of `fixed` bytes, or of a size drawn from the mix when fixed is 0
+// (the churn passes the Postgres side's fixed size, so both sides move the same bytes per job)
+func payload(rng *rand.Rand, id string, enqNs int64, fixed int) []byte {
+	size := fixed
+	if size <= 0 {
+		size = mixSize(rng)
 	}
 	head := fmt.Sprintf(`{"enq_ns":%20d,"id":"%s","pad":"`, enqNs, id)
 	pad := size - len(head) - 2
@@ -202,7 +212,7 @@ func (r *run) produce(ctx context.Context, q Queue, worker int) {
 		// the payload is built before the wait, outside the timed send (an 8 KB one takes tens of µs);
 		// a wait shorter than a millisecond may end up to ~1 ms late while the process is idle (Go's
 		// timers): the lag is recorded (schedule_lag) and counted in send -> claim, never hidden
-		message := payload(rng, fmt.Sprintf("g%d-%d", worker, k), intended)
+		message := payload(rng, fmt.Sprintf("g%d-%d", worker, k), intended, r.cfg.payloadBytes)
 		if wait := intended - monotonicNs(); wait > 0 {
 			time.Sleep(time.Duration(wait))
 		}
@@ -301,6 +311,7 @@ func main() {
 	flag.StringVar(&c.key, "key", "jobs", "redis: the queue's list")
 	flag.IntVar(&c.pipeline, "pipeline", 1, "redis: commands per round trip")
 	flag.Int64Var(&c.seed, "seed", 42, "payload sizes and fillers")
+	flag.IntVar(&c.payloadBytes, "payload-bytes", 0, "every payload this many bytes (0: the mix of 256, 1024 and 8192)")
 	flag.BoolVar(&c.churn, "churn", false, "each of -consumers workers runs whole jobs (enqueue, claim, ack) open loop at -rate together; -producers 0")
 	flag.StringVar(&c.samples, "samples", "", "write every send and claim here (CSV: kind,intended_ns,began_ns,done_ns from the run's start)")
 	flag.Parse()
@@ -381,6 +392,7 @@ func main() {
 	out := map[string]any{
 		"tool": "qload", "system": c.system, "offered_per_s": c.rate, "window_s": c.duration.Seconds(),
 		"warmup_s": c.warmup.Seconds(), "producers": c.producers, "consumers": c.consumers, "batch": c.batch,
+		"payload_bytes": c.payloadBytes, // 0: the size mix
 		"sent_in_window": measured, "achieved_per_s": float64(measured) / c.duration.Seconds(),
 		"claimed_of_window": claimed, "not_claimed_by_cutoff": measured - claimed,
 		"drain_s": float64(finished-r.windowEnd) / 1e9, "sent_total": r.sentAll.Load(),
@@ -422,6 +434,8 @@ func validate(c config) error {
 		return fmt.Errorf("-churn runs whole jobs at -rate (> 0) on -consumers workers: give -producers 0")
 	case c.rate == 0 && c.producers != 0:
 		return fmt.Errorf("-rate 0 is the burn-down of a prefilled queue: give -producers 0")
+	case c.payloadBytes < 0:
+		return fmt.Errorf("-payload-bytes %d: give a size in bytes, or 0 for the size mix", c.payloadBytes)
 	case c.rate < 0 || (c.rate > 0 && c.producers < 1 && !c.churn) || c.consumers < 1 || c.batch < 1 || c.pipeline < 1:
 		return fmt.Errorf("-rate must be >= 0 (0: burn-down), -producers (with a rate), -consumers, -batch and -pipeline positive")
 	case c.system == "postgres" && (c.enqueueSQL == "" || c.claimSQL == ""):

@@ -40,21 +40,26 @@ class ChurnJobs:
 
 class QloadChurn(QloadLoad):
     """``workers`` running whole jobs at ``rate`` jobs/s together for ``duration_s`` against
-    ``target`` (host:port for Redis, a libpq URL for a Postgres design)."""
+    ``target`` (host:port for Redis, a libpq URL for a Postgres design). ``payload_bytes`` > 0 sizes
+    every job alike (the Postgres churn's fixed size, so both sides move the same bytes per job);
+    0 draws each from qload's size mix."""
 
     def __init__(self, verbs: QueueVerbs, target: str, rate: float, workers: int, duration_s: float,
-                 seed: int = 42, binary: str | None = None):
+                 seed: int = 42, binary: str | None = None, payload_bytes: int = 0):
         super().__init__(verbs, target, rate, 0, workers, 1, duration_s, 0.0, seed, binary)
+        self.payload_bytes = int(payload_bytes)
 
     def commands(self) -> list[ToolCommand]:
         argv = [self.binary, *self.verbs.argv(), "-churn", "-target", self.target, "-rate", f"{self.rate:g}",
                 "-producers", "0", "-consumers", str(self.consumers), "-batch", "1", "-warmup", "0s",
-                "-duration", _go_seconds(self.duration_s), "-seed", str(self.seed), "-samples", SAMPLES]
+                "-duration", _go_seconds(self.duration_s), "-seed", str(self.seed), "-samples", SAMPLES,
+                "-payload-bytes", str(self.payload_bytes)]
         return [ToolCommand("run", argv, timeout_s=self.duration_s + TIMEOUT_MARGIN_S)]
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "tool_loop": f"open (Poisson) at {self.rate:g} jobs/s, "
-                "a job = enqueue + claim + ack, latency from its intended start"}
+                "a job = enqueue + claim + ack, latency from its intended start",
+                "payload_bytes": self.payload_bytes or "qload's size mix"}
 
     def run(self, process: ToolProcess) -> ChurnJobs:  # type: ignore[override]
         (command,) = self.commands()

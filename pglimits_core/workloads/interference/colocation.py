@@ -9,8 +9,10 @@ table's row (the same side's baseline of the same seed, every repetition):
 - ``missed``: the churn and the bystander kept their rates and the p99 left the band in every
   repetition — or the queue itself missed its target (its job p99 above ``QUEUE_TARGET_MS`` in a
   repetition): a queue that keeps its rate only by queueing its jobs is not carried either;
-- ``straddles`` (some repetitions inside, some above), ``churn not sustained`` or ``tenant fell
-  behind``: the level cannot be read.
+- ``straddles`` (some repetitions inside, some above), ``churn not sustained``, ``tenant fell
+  behind``, or a repetition faster beside the churn than alone by more than the band (churn adds
+  work: such a pair did not run on the same box, as ``sides.unlike_reason`` reads it): the level
+  cannot be read.
 
 A side *carries* the highest level up to which every level is held; the level after it is where it
 stops, and why. The cell then reads: Postgres held at every level it ran -> Postgres suffices up
@@ -81,6 +83,8 @@ class Carried:
 
 #: a level whose load CPU set ran at least ``sides.LOAD_SHARED_PCT`` busy: not readable
 LOAD_SHARED = "its load core shared with a busy load generator"
+#: a level a repetition ran faster beside the churn than alone beyond the band: not readable
+FASTER = "windows not comparable: a repetition ran faster beside the churn than alone"
 
 
 def level_state(row: Any, queue_p99_ms: float | None = None) -> str:
@@ -94,6 +98,8 @@ def level_state(row: Any, queue_p99_ms: float | None = None) -> str:
         return "tenant fell behind its offered rate"
     if queue_p99_ms is not None and queue_p99_ms > QUEUE_TARGET_MS:
         return f"{QUEUE_MISSED} ({queue_p99_ms:.0f} ms > {QUEUE_TARGET_MS:g} ms)"
+    if (fastest := _number(row.get("ratio_min"))) is not None and fastest < 1 / BAND:
+        return f"{FASTER} (×{fastest:g})"
     state = inflated(row.get("ratio_min"), row.get("ratio_max"))
     return {True: MISSED, False: HELD}.get(state, "straddles the band")
 

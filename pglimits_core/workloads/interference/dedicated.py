@@ -194,14 +194,15 @@ def prepare_window(ctx: Any, knobs: Knobs, appendfsync: str) -> dict[str, Any]:
 
 
 def churn_load(points: dict[str, Any], churn_rate: float, churn_workers: int, window_s: float,
-               seed: int) -> QloadChurn | None:
-    """The Redis churn: qload's workers running whole jobs at ``churn_rate`` jobs/s from just
-    after t = 0 to past the window's end (whole seconds, as pgbench's ``-T`` on the Postgres side)."""
+               seed: int, payload_bytes: int) -> QloadChurn | None:
+    """The Redis churn: qload's workers running whole jobs of ``payload_bytes`` (the Postgres
+    churn's size) at ``churn_rate`` jobs/s from just after t = 0 to past the window's end (whole
+    seconds, as pgbench's ``-T`` on the Postgres side)."""
     if churn_rate <= 0:
         return None
     queue = PlainDesign(SYSTEMS["churn"])
     return QloadChurn(qload_verbs(queue), qload_target(points["churn"].url, queue), churn_rate, churn_workers,
-                      math.ceil(window_s + 0.3), seed=seed)
+                      math.ceil(window_s + 0.3), seed=seed, payload_bytes=payload_bytes)
 
 
 def samplers(ctx: Any, points: dict[str, Any], knobs: Knobs, churn_pids: Any) -> list[Any]:
@@ -282,7 +283,7 @@ def dedicated_point(run: Any, v: InterferenceVariant, mechanism: str, level: flo
     with RunDirectory.create(manifest, ctx.runs_root) as run_dir:
         points = endpoints(ctx, bool(knobs.oltp_rate))
         role_list = bystander_roles(tenant_ops(points, knobs, run.seed + repetition), knobs.workers)
-        churn = churn_load(points, churn_rate, churn_workers, window_s, run.seed + repetition)
+        churn = churn_load(points, churn_rate, churn_workers, window_s, run.seed + repetition, knobs.payload_bytes)
         measured = measure(ctx, role_list, knobs, window_s, run.seed + repetition, churn)
         return finish(run_dir, measured, Churn("qload -churn", churn_rate, churn_workers) if churn else None,
                       {"start_state": start_state, **({"churn_tool": churn.describe()} if churn else {})})
