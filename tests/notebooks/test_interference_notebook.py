@@ -56,6 +56,10 @@ def check_dedicated(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None
     assert churn["churn"]["offered_per_s"] > 0 and churn["churn"]["jobs_per_s"] > 0
     assert churn["churn"]["sustained"] in (True, False) and churn["churn"]["client_cpu_pct"] is not None
     assert churn["tenants"]["churn"]["count"] > 0
+    # both sides move the same bytes per job: qload sizes every Redis job as the Postgres churn's
+    assert churn["churn_tool"]["payload_bytes"] == manifests[("dedicated", "churn")][1]["params"]["payload_bytes"]
+
+
 CAPACITIES = ("churn_capacity", "bystander_capacity")
 POSTGRES_WINDOWS = ("baseline", "churn", "control", "held_xmin", "autovacuum_off", "idle_xid_1.2s", "rr_query_1.2s",
                     "churn | tuned_autovacuum", "idle_xid_1.2s | holder_timeout", "idle_xid_1.2s | partition_rotation",
@@ -73,6 +77,9 @@ def check_capacities(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> Non
     assert window["churn_base"]["source"] == "measured" and window["churn_base"]["jobs_per_s"] > 0
     assert window["churn_rate"] == round(window["level"] * window["churn_base"]["jobs_per_s"], 1)
     assert window["fts_rate"] > 0 and window["oltp_rate"] > 0  # shares of the capacities measured first
+    # the churn's own pgbench command line and script are in the window's record
+    tool = window["outcome"]["churn_tool"]
+    assert tool["argv"][0].endswith("pgbench") and "-R" in tool["argv"] and "churn.sql" in tool["tool_scripts"]
 
 
 def check_split(manifests: dict[tuple[str, str], tuple[Path, dict]]) -> None:

@@ -210,7 +210,8 @@ def interference_point(run: Any, v: InterferenceVariant, mechanism: str, level: 
         measured = measure_window(ctx, roles, load, window_s, run.seed + repetition, sampled_tables(knobs, act),
                                   the_act(mechanism, ctx.endpoints[v.server].url, act, window_s), knobs.warmup_s,
                                   queue_server=v.server)
-        return finish(run_dir, measured, load, knobs, {"start_state": start_state}, run.seed + repetition)
+        tool = {"churn_tool": measured.churn_tool} if measured.churn_tool else {}
+        return finish(run_dir, measured, load, knobs, {"start_state": start_state, **tool}, run.seed + repetition)
 
 
 def sampled_tables(knobs: Knobs, act: dict[str, Any] | None = None) -> list[str]:

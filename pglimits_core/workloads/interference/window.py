@@ -73,6 +73,7 @@ class Measured:
     churn_failed: int = 0
     churn_error: str | None = None
     origin_monotonic: float = 0.0
+    churn_tool: dict[str, Any] = field(default_factory=dict)  # pgbench's command line and script
     log_text: str = ""
     #: the server log could be read (an empty text then means: no autovacuum ran)
     log_readable: bool = False
@@ -209,8 +210,9 @@ def _run_tenants(url: str, roles: list[Role], churn: Churn | None, span: tuple[f
         origin, origin_epoch = time.monotonic(), time.time()
         if churn is not None:
             seconds = math.ceil(window_s + 0.3)  # pgbench -T: whole seconds, past the window's end
-            thread = ChurnThread(PgbenchLoad(url, churn.script, churn.clients, seconds, op=churn.op,
-                                             script_name="churn.sql", rate=churn.rate), process)
+            tool = PgbenchLoad(url, churn.script, churn.clients, seconds, op=churn.op, script_name="churn.sql",
+                               rate=churn.rate)
+            thread = ChurnThread(tool, process)
             thread.start()
         with PlacementWatch(observe, window_s) as placement:
             events = act(origin) if act is not None else {}
@@ -221,6 +223,8 @@ def _run_tenants(url: str, roles: list[Role], churn: Churn | None, span: tuple[f
                         warmup_s=warmup_s, placement=placement.seen)
     if thread is not None:
         measured.churn_result, measured.churn_error = thread.result, thread.error
+        # the churn's own command line and script in the record (the password stays in the env)
+        measured.churn_tool = {**tool.describe(), "argv": tool.commands()[0].argv}
     return measured
 
 
