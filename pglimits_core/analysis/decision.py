@@ -70,6 +70,12 @@ class Cell:
     window_s: float | None = None
     #: the harness-vs-tool agreement of the rows that decide the cell, in words ("" : not checked here)
     load_check: str = ""
+    #: the cell's target is a recall a side reaches or not (its ``outcome``): counted per query,
+    #: it does not depend on a window's length, so short windows do not keep it undecided
+    by_recall: bool = False
+    #: a quality figure beside each side's speed (Postgres's, the dedicated system's; "" where not
+    #: measured), e.g. the search's top-10 agreement with exact BM25: shown, never deciding
+    quality: tuple[str, str] | None = None
     machine: str = ""
     path: str = ""
 
@@ -90,7 +96,8 @@ def words(cell: Cell) -> str:
     """The matrix's words for ``cell``'s verdict (see the module docstring); a verdict drawn from
     windows shorter than ``STEADY_WINDOW_S`` is shown as indicative only, never as a decision."""
     said = rule_words(cell)
-    if cell.window_s is not None and cell.window_s >= STEADY_WINDOW_S or said.startswith(NOT_DECIDED):
+    steady = cell.window_s is not None and cell.window_s >= STEADY_WINDOW_S
+    if steady or cell.by_recall or said.startswith(NOT_DECIDED):
         return said
     window = ("a sweep's short windows (2–4 s in the committed profiles)" if cell.window_s is None
               else f"{cell.window_s:g}-s windows")
@@ -176,7 +183,9 @@ def margin(cell: Cell) -> str:
     """The deciding ratio, as "<who> ×r" (r ≥ 1), and what it is a ratio of; a floor's decision
     reads "≥": its worst run over the other's best, and the floor's true rate may be higher."""
     if cell.outcome:  # decided on meeting the target: the figures say k of n runs, no ratio decided it
-        return "—" if cell.outcome.startswith(NOT_DECIDED) else "the target decides (runs within it: see the figures)"
+        if cell.outcome.startswith(NOT_DECIDED):
+            return "—"
+        return "the recall decides (see the figures)" if cell.by_recall else "the target decides (runs within it: see the figures)"
     verdict = cell.verdict
     if verdict is None or verdict.ratio is None:
         return "—"
@@ -241,6 +250,9 @@ def row(cell: Cell) -> dict[str, str]:
     figures = cell.figures or (_figure(cell.postgres, cell.unit), _figure(cell.dedicated, cell.unit))
     figures = tuple(_floor_mark(side, figure, cell.unit) for side, figure in zip((cell.postgres, cell.dedicated),
                                                                                   figures, strict=True))
+    if cell.quality:
+        figures = tuple(f"{figure}; {quality}" if quality and figure != "—" else figure
+                        for figure, quality in zip(figures, cell.quality, strict=True))
     return {"workload": cell.workload, "machine": cell.machine, "scale": cell.scale, "target": cell.target,
             "verdict": words(cell), "class": _klass(cell, verdict),
             "postgres": cell.postgres.system if cell.postgres else "—", "postgres_figure": figures[0],
@@ -257,7 +269,9 @@ def _klass(cell: Cell, verdict: Verdict | None) -> str:
     if words(cell) != rule_words(cell):  # only the windows' length kept it from deciding
         return f"not decided: {SHORT_WINDOWS}"
     if cell.outcome:
-        return "—" if cell.outcome.startswith(NOT_DECIDED) else "meeting the target (k of n runs)"
+        if cell.outcome.startswith(NOT_DECIDED):
+            return "—"
+        return "reaching the recall target" if cell.by_recall else "meeting the target (k of n runs)"
     return verdict.klass if verdict else "—"
 
 

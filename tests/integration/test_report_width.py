@@ -5,7 +5,7 @@ table — whose verdict column an earlier review found cut off — fits without 
 
 Cost: no server is started, but the report reads every committed run of the machine with the
 most records (~900 runs, their per-second samplers included): ~30 s of one core. The charts are
-not drawn (~20 s more); a wide figure is covered by ``tests/unit/test_report_width.py``."""
+not drawn (~20 s more); a wide figure is covered by ``tests/unit/analysis/test_report_width.py``."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ vacuum would only set visibility bits, which the churn's table never gets from i
 either); auto-ANALYZE stays on, as on the churn's table. Every control table is reset like the
 queue (``reset_queue``), so both start from the same state at t = 0. Measured against the churn
 alone on a real server at the full and test profiles' rates, backlogs and clients
-(``tests/integration/test_interference_control.py``, which prints the comparison; numbers in the
+(``tests/integration/workloads/interference/test_interference_control.py``, which prints the comparison; numbers in the
 methodology), the control commits as often (three commits, three WAL flushes per job), writes
 about as much WAL and costs the server CPU within about a fifth of the churn's, and its tables
 hold no dead tuple while the churn's piles up thousands between vacuums: so churn / control

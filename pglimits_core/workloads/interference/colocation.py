@@ -241,8 +241,11 @@ def hold_levels(stalls: pd.DataFrame, kind: str, tenant: str) -> list[tuple[floa
         ratios = hold_ratios(stalls, name, tenant)
         state = ("not measured" if ratios.empty else
                  {True: MISSED, False: HELD}.get(inflated(ratios.min(), ratios.max()), "straddles the band"))
-        if state == HELD and (fell := churn_while_held(stalls, name)):
+        fell = churn_while_held(stalls, name)
+        if fell and state == HELD:
             state = fell
+        elif fell and state != "not measured":
+            state = f"{state}; {fell}"  # both said: the bystander's miss and the queue's stall
         found.append((hold_seconds(name), state, ratios))
     return found
 
@@ -278,7 +281,8 @@ def hold_figure(levels: list[tuple[float, str, pd.Series]]) -> str:
     stop = next(((s, state, r) for s, state, r in levels if state != HELD), None)
     if stop is not None:
         ratios = " / ".join(f"{v:.2f}" for v in stop[2]) or "—"
-        text += f"; {stop[1]} at {stop[0]:g} s (during ÷ before ×{ratios})"
+        state, _, fell = stop[1].partition("; ")
+        text += f"; {state} at {stop[0]:g} s (during ÷ before ×{ratios})" + (f", {fell}" if fell else "")
     return text
 
 

@@ -7,20 +7,31 @@ window average hides a hold that stalls the churn and a catch-up after it), whet
 was sustained, the largest dead-tuple reading during the act, and each tenant's p99 mitigated and
 not. The unmitigated churn levels are the median (min–max) of their repetitions: a mitigation's
 one run inside that range shows no effect.
+
+A hold a server timeout released stood only for its first seconds, so its rate while it stood is
+set beside the unmitigated hold's over the same seconds from the act's start (``same_seconds``),
+not over the unmitigated hold's whole length (a 300-s hold stalls deeper the longer it stands);
+``compared_over_s`` says which seconds each row compares.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
+from pglimits_core.workloads.interference.keeping_up import churn_counts, mean_rate
 from pglimits_core.workloads.interference.mechanisms import split_mitigation
+
+#: the unmitigated mechanism's churn jobs/s over its act's first ``seconds`` (median of its runs)
+SameSeconds = Callable[[str, float, float], "float | None"]
 
 TENANTS = ("fts", "vector", "oltp", "churn")
 
 
-def mitigations_table(inflation: pd.DataFrame, stalls: pd.DataFrame) -> pd.DataFrame:
+def mitigations_table(inflation: pd.DataFrame, stalls: pd.DataFrame,
+                      same_seconds: SameSeconds | None = None) -> pd.DataFrame:
     if inflation.empty or not {"mechanism", "tenant", "level"} <= set(inflation):
         return pd.DataFrame()
     postgres = inflation[inflation["side"] == "postgres"] if "side" in inflation else inflation
@@ -32,17 +43,22 @@ def mitigations_table(inflation: pd.DataFrame, stalls: pd.DataFrame) -> pd.DataF
         mitigated = postgres[postgres.mechanism == mechanism]
         level = mitigated.level.iloc[0]
         plain = postgres[(postgres.mechanism == base) & (postgres.level == level)]
-        rows.append(mitigation_row(base, mitigation, level, mitigated, plain, stalls))
+        rows.append(mitigation_row(base, mitigation, level, mitigated, plain, stalls, same_seconds))
     return pd.DataFrame(rows)
 
 
 def mitigation_row(base: str, mitigation: str, level: float, mitigated: pd.DataFrame, plain: pd.DataFrame,
-                   stalls: pd.DataFrame) -> dict[str, Any]:
+                   stalls: pd.DataFrame, same_seconds: SameSeconds | None = None) -> dict[str, Any]:
+    held = held_for(stalls, f"{base} | {mitigation}")
+    unmitigated = during(stalls, base, "rate")
+    if held is not None:
+        unmitigated = same_seconds(base, level, held) if same_seconds is not None else None
     row = {"mechanism": base, "mitigation": mitigation, "level": level,
            "churn_offered_per_s": _first(mitigated, "churn_rate"), "runs": _first(mitigated, "runs"),
            "completed_per_s": _first(mitigated, "jobs_per_s"), "unmitigated_completed_per_s": _first(plain, "jobs_per_s"),
            "during_act_per_s": during(stalls, f"{base} | {mitigation}", "rate"),
-           "unmitigated_during_act_per_s": during(stalls, base, "rate"),
+           "unmitigated_during_act_per_s": unmitigated,
+           "compared_over_s": f"the act's first {held:g} s" if held is not None else "the whole act",
            "churn_sustained": _first(mitigated, "churn_sustained"),
            "dead_tuples_max_during": during(stalls, f"{base} | {mitigation}", "dead"),
            "unmitigated_dead_tuples_max_during": during(stalls, base, "dead")}
@@ -70,6 +86,29 @@ def during(stalls: pd.DataFrame, mechanism: str, what: str) -> float | None:
             values = pd.to_numeric(rows.held_completed_per_s, errors="coerce").fillna(values)
     values = values.dropna()
     return None if values.empty else round(float(values.median()), 1)
+
+
+def held_for(stalls: pd.DataFrame, mechanism: str) -> float | None:
+    """How long a timeout let the mechanism's hold stand (s, median of its runs); None: not released."""
+    if stalls.empty or "held_s" not in stalls:
+        return None
+    rows = stalls[(stalls.mechanism == mechanism) & (stalls.stretch == "during")]
+    held = pd.to_numeric(rows.held_s, errors="coerce").dropna()
+    return None if held.empty else round(float(held.median()), 1)
+
+
+def same_seconds_from(runs: pd.DataFrame) -> SameSeconds:
+    """``same_seconds`` over the Postgres act windows of ``runs`` (one row per run: mechanism,
+    level, outcome with the act's start, the record's path)."""
+    def rate(mechanism: str, level: float, seconds: float) -> float | None:
+        found = []
+        for _, run in runs[(runs.mechanism == mechanism) & (runs.level == level)].iterrows():
+            start = ((run.get("outcome") or {}).get("events") or {}).get("act_start_s")
+            if start is not None:
+                found.append(mean_rate(churn_counts(run.get("path")), float(start), float(start) + seconds))
+        found = [value for value in found if value is not None]
+        return round(float(pd.Series(found).median()), 1) if found else None
+    return rate
 
 
 def _first(rows: pd.DataFrame, column: str) -> Any:

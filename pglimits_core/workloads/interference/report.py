@@ -75,7 +75,8 @@ CAPTIONS = {
                "seconds the load's CPU set was saturated (`worst_s_load_bound`: the bystanders whose worst second "
                "was one of them — that second describes the load generator, not the server)"),
     "mitigations": ("What postpones the split: each mitigation (one run) beside the same mechanism unmitigated at the "
-                    "same churn level — jobs completed per second over the window and while the hold ran, dead tuples "
+                    "same churn level — jobs completed per second over the window and while the hold ran (a hold a "
+                    "timeout released: over the seconds it stood, unmitigated over the same seconds), dead tuples "
                     "during it, each tenant's p99 (unmitigated churn levels: median (min–max) of their runs; one run "
                     "inside that range shows no effect)"),
     "sides": "Split the systems? p99 inflation per tenant and churn level: Postgres vs dedicated engines, same box",
@@ -181,7 +182,10 @@ def held_said(during: pd.DataFrame) -> str:
 
 
 def _range(values: pd.Series, digits: int = 2, unit: str = "") -> str:
-    """min–max, or the one value where there is one (a run's figure is no range)."""
+    """min–max, or the one value where there is one (a run's figure is no range); "—" for a
+    column the rows do not have (None)."""
+    if values is None:
+        return "—"
     values = pd.to_numeric(values, errors="coerce").dropna()
     if values.empty:
         return "—"

@@ -14,7 +14,7 @@ EXCLUSIVE lock, and every claim locks every partition, so claims queue behind th
 as long as it waits (``lock_timeout`` bounds that: a rotation that cannot get its lock in time
 is skipped, said, and tried again next period); a slot not yet drained (the backlog is longer
 than two periods) is skipped too, said. Nothing is lost: the emptiness check runs under the lock,
-in the transaction that truncates (``tests/integration/test_interference_rotation.py`` counts
+in the transaction that truncates (``tests/integration/workloads/interference/test_interference_rotation.py`` counts
 every job before and after, and shows the ledger catching a truncation without the check).
 """
 

@@ -36,7 +36,7 @@ from pglimits_core.workloads.interference.churn_capacity import (
 )
 from pglimits_core.workloads.interference.evidence import JOB_TABLES
 from pglimits_core.workloads.interference.mechanisms import is_act, order_column
-from pglimits_core.workloads.interference.mitigations import mitigations_table
+from pglimits_core.workloads.interference.mitigations import mitigations_table, same_seconds_from
 from pglimits_core.workloads.interference.plan import SIDES
 from pglimits_core.workloads.interference.points import LOG_FILE, SUSTAINED_SHARE
 from pglimits_core.workloads.interference.sides import durability_class
@@ -392,6 +392,8 @@ def sides_table(frame: pd.DataFrame | None = None) -> pd.DataFrame:
 
 def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     inflation, stalls = inflation_table(frame), stalls_table(frame)
+    runs = _done(frame).drop_duplicates("run_id") if not frame.empty else frame
+    mitigations = mitigations_table(inflation, stalls, same_seconds_from(runs[runs.side == "postgres"]) if "side" in runs else None)
     return {"capacities": capacity_table(frame), "inflation": inflation, "alignment": alignment_table(frame),
-            "stalls": stalls, "mitigations": mitigations_table(inflation, stalls), "timeline": timeline_table(frame),
+            "stalls": stalls, "mitigations": mitigations, "timeline": timeline_table(frame),
             "sides": sides_table(frame)}

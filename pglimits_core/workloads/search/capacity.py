@@ -122,6 +122,7 @@ def capacity_table_of(frame: Any) -> Any:
 def capacity_decisions(tables: dict[str, Any]) -> list[Any]:
     """The capacity cells (``experiments.capacity_cells``): one scale per query stream."""
     from pglimits_core.experiments.capacity_cells import capacity_cells
+    from pglimits_core.workloads.search.quality import with_quality
 
-    return capacity_cells("search", tables.get("capacity"), "queries/s", ["stream"],
-                          lambda key: f"{key[0]} stream", "query")
+    return with_quality(capacity_cells("search", tables.get("capacity"), "queries/s", ["stream"],
+                                       lambda key: f"{key[0]} stream", "query"), tables.get("ranking"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pglimits_core.analysis.decision import Cell, usable
+from pglimits_core.workloads.vectors.filtered_cells import filtered_cells
 from pglimits_core.workloads.vectors.matched import side as _side
 from pglimits_core.workloads.vectors.systems.registry import SERVER_FOR
 
@@ -49,7 +50,7 @@ def decisions(tables: dict[str, pd.DataFrame], postgres_servers: tuple[str, ...]
                           postgres_meets=pg is not None,
                           missing="no Postgres index reached the recall" if pg is None
                           else "no Qdrant index reached the recall"))
-    return cells
+    return cells + filtered_cells(tables, server_of, postgres_servers)
 
 
 def _fastest(rows: pd.DataFrame) -> pd.Series | None:

@@ -2,7 +2,7 @@
 profile's rate, backlog and clients: the control's three autocommitted INSERTs per job commit as
 often as the churn (each commit one WAL flush), write WAL and cost the server CPU of the same
 order, and leave no dead tuple, while the churn leaves two per job. Run as a script
-(``python tests/integration/test_interference_control.py full``) it prints the comparison at the
+(``python tests/integration/workloads/interference/test_interference_control.py full``) it prints the comparison at the
 full profile's sizes."""
 
 from __future__ import annotations

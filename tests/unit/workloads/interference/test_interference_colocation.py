@@ -110,6 +110,16 @@ def test_the_dedicated_side_holding_at_postgres_miss_wins_even_if_it_misses_high
     assert outcome(carried(rows, "postgres", "fts"), carried(rows, "dedicated", "fts")) == DEDICATED_WINS
 
 
+def test_a_hold_the_bystander_missed_also_says_the_queue_stalled_while_held():
+    from pglimits_core.workloads.interference.colocation import hold_cells
+
+    rows = stretch_rows("idle_xid_60s", 10.0, 20.5)
+    rows[1].update(completed_per_s=372.3, offered_per_s=1142.2)
+    (cell,) = hold_cells(pd.DataFrame(rows))
+    assert cell.figures[0] == ("holds through no hold run; missed at 60 s (during ÷ before ×2.05), "
+                               "churn fell to 372 of 1,142 jobs/s while held (1 of 1 runs)")
+
+
 def test_a_hold_held_only_after_one_that_was_not_does_not_count():
     from pglimits_core.workloads.interference.colocation import hold_cells
 
@@ -143,6 +153,36 @@ def test_the_mitigations_table_sets_each_mitigated_window_beside_its_mechanism_u
     assert (row.dead_tuples_max_during, row.unmitigated_dead_tuples_max_during) == (37032, 87040)
     assert (row.fts_p99_ms, row.fts_p99_ms_unmitigated, row.churn_sustained) == (240.5, 450.3, True)
     assert mitigations_table(pd.DataFrame(), pd.DataFrame()).empty
+    assert row.compared_over_s == "the whole act"
+
+
+def test_a_hold_a_timeout_released_is_compared_over_the_same_seconds_unmitigated(tmp_path):
+    """The timeout let the hold stand 30 s: its rate then is set beside the unmitigated hold's
+    first 30 s from the act's start (read from that run's per-second churn counts), not its 300 s."""
+    from pglimits_core.workloads.interference.mitigations import (
+        mitigations_table,
+        same_seconds_from,
+    )
+
+    seconds = list(range(0, 330))
+    # the unmitigated hold: 400 jobs/s over its first 30 s from t = 20, then 100 jobs/s
+    items = [1100 if s < 20 else 400 if s < 50 else 100 for s in seconds]
+    pd.DataFrame({"role": "churn", "second": seconds, "items": items}).to_parquet(tmp_path / "timeseries.parquet")
+    runs = pd.DataFrame([{"mechanism": "idle_xid_300s", "level": 0.5, "path": str(tmp_path),
+                          "outcome": {"events": {"act_start_s": 20.0}}}])
+    inflation = pd.DataFrame([{"side": "postgres", "mechanism": m, "level": 0.5, "tenant": "churn", "churn_rate": 1100.0,
+                               "jobs_per_s": 900.0, "runs": 1, "churn_sustained": False, "p99_ms": 1.0}
+                              for m in ("idle_xid_300s", "idle_xid_300s | holder_timeout")])
+    stalls = pd.DataFrame([{"mechanism": "idle_xid_300s", "stretch": "during", "start_s": 20.0, "end_s": 320.0,
+                            "jobs": 150 * 300, "held_s": None, "held_completed_per_s": None, "dead_tuples_max": 90_000},
+                           {"mechanism": "idle_xid_300s | holder_timeout", "stretch": "during", "start_s": 20.0,
+                            "end_s": 320.0, "jobs": 1100 * 300, "held_s": 30.1, "held_completed_per_s": 455.0,
+                            "dead_tuples_max": 48_000}])
+    row = mitigations_table(inflation, stalls, same_seconds_from(runs)).iloc[0]
+    assert (row.during_act_per_s, row.unmitigated_during_act_per_s) == (455.0, 400.0)
+    assert row.compared_over_s == "the act's first 30.1 s"
+    # without the runs to read, the comparison is not made rather than made over other seconds
+    assert pd.isna(mitigations_table(inflation, stalls).iloc[0].unmitigated_during_act_per_s)
 
 
 def queue_row(side, level, p99_ms, spread=None):

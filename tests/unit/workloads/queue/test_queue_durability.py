@@ -1,6 +1,6 @@
 """Every queue variant the registry accepts lands in a durability class (no server needed: the
 tables the adapters classify their read-back settings with are checked here; the read-back
-itself is checked against real servers in tests/integration/test_queue_contract.py)."""
+itself is checked against real servers in tests/integration/workloads/queue/test_queue_contract.py)."""
 
 from __future__ import annotations
 

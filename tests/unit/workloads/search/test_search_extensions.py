@@ -15,7 +15,7 @@ from pglimits_core.workloads.search.head_to_head import family, is_engine, on_po
 from pglimits_core.workloads.search.systems.registry import server_for, system_class
 from pglimits_core.workloads.search.tables import all_tables, crossover_table, peak_table, qps_table
 from pglimits_core.workloads.search.variant import variant
-from tests.unit.test_search_tables import client_row
+from tests.unit.workloads.search.test_search_tables import client_row
 
 
 def test_the_extensions_run_on_postgres_17_as_a_side_of_their_own():

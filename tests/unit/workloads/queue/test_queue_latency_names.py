@@ -13,8 +13,8 @@ from pglimits_core.workloads.queue.decision import TARGET, latency_cells
 from pglimits_core.workloads.queue.readme import HOW_TO_READ, headline_table
 from pglimits_core.workloads.queue.report import CAPTIONS, CLIENT_BOUND_NOTE
 from pglimits_core.workloads.queue.tables import latency_table
-from tests.unit.test_queue_head_to_head import sweep_row
-from tests.unit.test_queue_tables import frame, latency_rows
+from tests.unit.workloads.queue.test_queue_head_to_head import sweep_row
+from tests.unit.workloads.queue.test_queue_tables import frame, latency_rows
 
 OLD_NAMES = ("e2e", "end to end", "end-to-end", "end_to_end")
 

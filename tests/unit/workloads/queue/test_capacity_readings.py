@@ -15,7 +15,7 @@ from pglimits_core.workloads.queue.capacity_cells import capacity_cells
 from pglimits_core.workloads.queue.head_to_head import latency_verdicts
 from pglimits_core.workloads.queue.latency_names import P99
 from pglimits_core.workloads.queue.seed import CLAIMS, Measured, judge
-from tests.unit.test_capacity import capacity_row, ceiling_record, reading, record
+from tests.unit.experiments.test_capacity import capacity_row, ceiling_record, reading, record
 
 SPLIT = {"client_and_server_share_cores": False}
 

@@ -1,7 +1,7 @@
 """The interference study's churn levels as shares of a capacity measured in the same run, the
 horizon holds as mechanisms with their lengths, and autovacuum off until a dead-tuple count:
 how the plan, the profile and the tables carry them (the acts themselves run against a real
-server in tests/integration/test_interference_acts.py and test_horizons.py)."""
+server in tests/integration/workloads/interference/test_interference_acts.py and test_horizons.py)."""
 
 from __future__ import annotations
 
