@@ -107,3 +107,31 @@ def sustained(rows: pd.DataFrame) -> bool | None:
     # a stretch not recorded does not overrule the window's average
     throughout = lowest.isna() | (lowest >= SUSTAINED_SHARE * offered)
     return bool((enough & throughout).all())
+
+
+#: above this share of its scheduled jobs never run, an act window's job p99 is a lower bound (a
+#: bar, not a noise estimate: Poisson scheduling over an act window's ~300,000 jobs moves the count
+#: by well under 0.5 %)
+NEVER_RAN_BAR = 0.01
+
+
+def unrun_share(stretches: list[dict[str, Any]]) -> float | None:
+    """One window's share of the jobs pgbench's schedule offered from the warm-up's end to the
+    window's end that never completed (its act's stretches: jobs, start_s, end_s, offered_per_s);
+    they waited longer than the window and no p99 of the completed ones counts them (censored)."""
+    try:
+        seconds = max(float(s["end_s"]) for s in stretches) - min(float(s["start_s"]) for s in stretches)
+        scheduled = max(float(s["offered_per_s"]) for s in stretches) * seconds
+        done = sum(float(s["jobs"]) for s in stretches)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None if not scheduled > 0 or np.isnan(scheduled) else max(0.0, 1 - done / scheduled)
+
+
+def never_ran(rows: pd.DataFrame) -> float:
+    """The largest ``unrun_share`` over an act's repetitions (rows of the stalls table)."""
+    needed = {"jobs", "start_s", "end_s", "offered_per_s", "repetition"}
+    if rows.empty or not needed <= set(rows):
+        return 0.0
+    shares = [unrun_share(one.to_dict("records")) for _, one in rows.groupby("repetition")]
+    return max([0.0, *(s for s in shares if s is not None)])

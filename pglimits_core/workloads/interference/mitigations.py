@@ -21,7 +21,12 @@ from typing import Any
 
 import pandas as pd
 
-from pglimits_core.workloads.interference.keeping_up import churn_counts, mean_rate
+from pglimits_core.workloads.interference.keeping_up import (
+    NEVER_RAN_BAR,
+    churn_counts,
+    mean_rate,
+    never_ran,
+)
 from pglimits_core.workloads.interference.mechanisms import split_mitigation
 
 #: the unmitigated mechanism's churn jobs/s over its act's first ``seconds`` (median of its runs)
@@ -65,7 +70,20 @@ def mitigation_row(base: str, mitigation: str, level: float, mitigated: pd.DataF
     for tenant in TENANTS:
         row[f"{tenant}_p99_ms"] = _first(mitigated[mitigated.tenant == tenant], "p99_ms")
         row[f"{tenant}_p99_ms_unmitigated"] = _first(plain[plain.tenant == tenant], "p99_ms")
+    for suffix, mechanism in (("", f"{base} | {mitigation}"), ("_unmitigated", base)):
+        row.update(censored(row, suffix, stalls, mechanism))
     return row
+
+
+def censored(row: dict[str, Any], suffix: str, stalls: pd.DataFrame, mechanism: str) -> dict[str, Any]:
+    """The churn's share of scheduled jobs that never ran in the mechanism's act windows, and its
+    job p99 marked "≥" where that share is over the bar (the p99 of the completed jobs is then a
+    lower bound: those still waiting are not in it)."""
+    rows = stalls[stalls.mechanism == mechanism] if "mechanism" in stalls else stalls
+    share = never_ran(rows) if not rows.empty else None
+    p99 = row.get(f"churn_p99_ms{suffix}")
+    marked = f"≥ {p99}" if share is not None and share > NEVER_RAN_BAR and p99 is not None else p99
+    return {f"churn_never_ran_share{suffix}": None if share is None else round(share, 3), f"churn_p99_ms{suffix}": marked}
 
 
 def during(stalls: pd.DataFrame, mechanism: str, what: str) -> float | None:

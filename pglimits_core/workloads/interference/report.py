@@ -9,6 +9,7 @@ import pandas as pd
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.interference.aligned import verdict_of
 from pglimits_core.workloads.interference.evidence import BYSTANDERS
+from pglimits_core.workloads.interference.keeping_up import NEVER_RAN_BAR, never_ran
 
 HOW_TO_READ = (
     "Interference: one Postgres 16 instance, three tenants at once — a two-phase SKIP LOCKED queue churned by "
@@ -198,26 +199,6 @@ def rises(rows: pd.DataFrame) -> pd.Series:
     """Each repetition's job p99 during the act over its job p99 before it."""
     job = rows.pivot_table(index="repetition", columns="stretch", values="job_p99_ms", aggfunc="first")
     return (job.get("during") / job.get("before")) if {"during", "before"} <= set(job) else pd.Series(dtype=float)
-
-
-#: above this share of its scheduled jobs never run, an act window's job p99 is a lower bound
-NEVER_RAN_BAR = 0.01
-
-
-def never_ran(rows: pd.DataFrame) -> float:
-    """The largest share, over an act's repetitions, of the jobs pgbench's schedule offered from the
-    warm-up's end to the window's end that never completed: they waited longer than the window
-    and no p99 of the completed ones counts them (censored), so that p99 is a lower bound."""
-    needed = {"jobs", "start_s", "end_s", "offered_per_s"}
-    if not needed <= set(rows):
-        return 0.0
-    shares = []
-    for _, one in rows.groupby("repetition"):
-        seconds = pd.to_numeric(one.end_s, errors="coerce").max() - pd.to_numeric(one.start_s, errors="coerce").min()
-        scheduled = pd.to_numeric(one.offered_per_s, errors="coerce").max() * seconds
-        if scheduled > 0:
-            shares.append(1 - pd.to_numeric(one.jobs, errors="coerce").sum() / scheduled)
-    return max([0.0, *shares])
 
 
 def act_line(mechanism: str, rows: pd.DataFrame, rose: pd.Series) -> str:

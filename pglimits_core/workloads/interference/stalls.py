@@ -15,7 +15,7 @@ import pandas as pd
 
 from pglimits_core.workloads.interference import paired
 from pglimits_core.workloads.interference.evidence import BYSTANDERS, JOB_TABLES
-from pglimits_core.workloads.interference.keeping_up import held_rate
+from pglimits_core.workloads.interference.keeping_up import held_rate, unrun_share
 from pglimits_core.workloads.interference.stretches import (
     STRETCHES,
     after_act_vacuum,
@@ -95,7 +95,9 @@ def run_stretches(run: Any, entries: list[dict[str, Any]] | None) -> list[dict[s
                      **(held_columns(run.get("path"), events) if name == "during" else {}),
                      **load_evidence(frame, values, run.get("load_cpus")),
                      **mechanism_evidence(frame, vacuums, *spans[name]), **after})
-    return rows
+    # the window's jobs that never ran: where above the bar, every stretch's job p99 is a lower bound
+    unrun = unrun_share(rows)
+    return [{**row, "jobs_never_ran_share": None if unrun is None else round(unrun, 4)} for row in rows]
 
 
 def saturated_seconds(frame: pd.DataFrame | None, load_cpus: Any) -> set[int] | None:

@@ -83,10 +83,13 @@ def job_values(jobs: pd.DataFrame, low: float, high: float) -> dict[str, Any]:
 
 
 def after_act_vacuum(entries: list[dict[str, Any]], act_end_s: float) -> dict[str, Any]:
-    """The first autovacuum of the queue table that started after the act: how long after the act's
-    end it started, how long it ran and what it removed (None where not known)."""
+    """The first autovacuum of the queue table (or of a rotated queue's partition, skipping one
+    that removed nothing) that started after the act: how long after the act's end it started, how
+    long it ran and what it removed (None where not known)."""
     after = sorted((e for e in entries if e.get("table") in JOB_TABLES and e.get("kind", "vacuum") == "vacuum"
                     and e.get("start_s") is not None and e["start_s"] >= act_end_s), key=lambda e: e["start_s"])
+    # a rotated queue's drained, empty slot may be vacuumed first (0 tuples): the debt is elsewhere
+    after = [e for e in after if e.get("tuples_removed") != 0] or after
     if not after:
         return {"next_autovacuum_after_act_s": None, "that_vacuum_elapsed_s": None,
                 "that_vacuum_tuples_removed": None}

@@ -30,3 +30,26 @@ def test_a_window_that_ran_its_jobs_reads_plain():
     assert never_ran(rows) < 0.01
     (line,) = act_lines(rows)
     assert "≥" not in line and "39299.70 ms during it (x1992.89)" in line
+
+
+def test_the_mitigations_table_marks_a_censored_churn_p99():
+    from pglimits_core.workloads.interference.mitigations import mitigations_table
+
+    stalls = pd.DataFrame(stretches("idle_xid_300s", (20519, 45663, 155631), (30.66, 254249.42, 260041.9))
+                          + stretches("idle_xid_300s | holder_timeout", (20740, 342446, 103269), (23.3, 16903.4, 42.7)))
+    inflation = pd.DataFrame([{"side": "postgres", "mechanism": m, "level": 0.5, "tenant": "churn", "churn_rate": 1142.2,
+                               "jobs_per_s": 900.0, "runs": 1, "churn_sustained": False, "p99_ms": p99}
+                              for m, p99 in (("idle_xid_300s", 260024.73), ("idle_xid_300s | holder_timeout", 16957.56))])
+    row = mitigations_table(inflation, stalls).iloc[0]
+    assert row.churn_p99_ms_unmitigated == "≥ 260024.73" and row.churn_never_ran_share_unmitigated > 0.5
+    assert row.churn_p99_ms == 16957.56 and row.churn_never_ran_share < 0.01
+
+
+def test_the_vacuum_after_a_rotated_act_is_the_first_that_removed_something():
+    from pglimits_core.workloads.interference.stretches import after_act_vacuum
+
+    entries = [{"table": "rot_jobs_2", "kind": "vacuum", "start_s": 329.4, "elapsed_s": 0.03, "tuples_removed": 0},
+               {"table": "rot_jobs_0", "kind": "vacuum", "start_s": 329.6, "elapsed_s": 3.84, "tuples_removed": 9898}]
+    found = after_act_vacuum(entries, 320.0)
+    assert (found["that_vacuum_tuples_removed"], found["that_vacuum_elapsed_s"]) == (9898, 3.84)
+    assert after_act_vacuum(entries[:1], 320.0)["that_vacuum_tuples_removed"] == 0
