@@ -124,6 +124,35 @@ def commit_chart(table: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def idle_chart(table: pd.DataFrame) -> plt.Figure:
+    """One publisher flat out while N listeners wait on other channels: published/s against N
+    (left) and the server's memory once they are connected (right), one line per variant. N is
+    drawn at even steps (0, 100, 1,000, ...), so the axis is labelled with the counts, not scaled."""
+    counts = sorted(table.idle_listeners.unique())
+    position = {n: i for i, n in enumerate(counts)}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for variant, group in table.groupby("variant", sort=True):
+        group = group.sort_values("idle_listeners")
+        x = group.idle_listeners.map(position)
+        style = {"color": colour_for(variant), "linestyle": line_style_for(variant, table.variant), "label": variant}
+        left.plot(x, group.published_per_s, marker=MARKERS[0], **style)
+        memory = pd.to_numeric(group.server_pss_mib, errors="coerce")
+        if memory.notna().any():
+            right.plot(x[memory.notna()], memory.dropna(), marker=MARKERS[1], **style)
+    for ax in (left, right):
+        ax.set_xticks(range(len(counts)), [f"{n:,.0f}" for n in counts])
+        ax.set_xlabel("idle listeners on other channels")
+    left.set(ylabel="published messages/s (median of the runs)", yscale="log",
+             title="One publisher flat out, one subscriber")
+    right.set(ylabel="server PSS, all processes (MiB)", yscale="log",  # Redis's MiB beside Postgres's GiB
+              title="Server memory once the listeners are connected")
+    left.grid(alpha=0.3)
+    right.grid(alpha=0.3)
+    _finish(right if right.get_lines() else left)  # the legend beside the last panel drawn
+    fig.tight_layout()
+    return fig
+
+
 def captions(tables: dict[str, pd.DataFrame]) -> dict[str, str]:
     """The captions, the head to head's with the terms the fan-out runs recorded (``terms``)."""
     terms = terms_note(tables.get("fanout"))

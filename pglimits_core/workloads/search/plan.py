@@ -15,6 +15,7 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.experiments.capacity import capacity_points
+from pglimits_core.experiments.writes import WritesTiming
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.search.capacity import search_designs
 from pglimits_core.workloads.search.correctness import correctness_point
@@ -27,6 +28,7 @@ from pglimits_core.workloads.search.queries import decade_streams
 from pglimits_core.workloads.search.systems.registry import jvm_servers
 from pglimits_core.workloads.search.variant import SearchVariant, load_variant, variant
 from pglimits_core.workloads.search.warmup import WarmupRule
+from pglimits_core.workloads.search.writes import writes_point
 
 
 def setup_of(section: Any, profile: Any) -> Setup:
@@ -54,7 +56,7 @@ def variants_of(section: Any) -> list[SearchVariant]:
         twice = next(label for label in labels if labels.count(label) > 1)
         raise PGLimitsError(f"search.variants lists {twice!r} twice", "give each variant once")
     sweeps = [*(("throughput", s) for s in section.throughput), ("crossover", section.crossover),
-              ("latency", section.latency), ("capacity", section.capacity)]
+              ("latency", section.latency), ("capacity", section.capacity), ("writes", section.writes)]
     for name, sweep in sweeps:
         unknown = [label for label in getattr(sweep, "variants", None) or [] if label not in labels]
         if unknown:
@@ -92,9 +94,30 @@ def plan(section: Any, profile: Any) -> list[Point]:
     points += crossover_points(section, setup, variants)
     points += mechanism_points(section, setup, systems)
     points += latency_points(section, setup, variants)
-    # the headline last, on servers every sweep has warmed: the ceiling and capacity per target
-    return points + capacity_points(section.capacity.plan() if section.capacity else None,
-                                    search_designs(section.capacity, setup, variants))
+    # the headline on servers every sweep has warmed: the ceiling and capacity per target; then
+    # writes while querying, whose rewrites and cleanups change the index every earlier point read
+    points += capacity_points(section.capacity.plan() if section.capacity else None,
+                              search_designs(section.capacity, setup, variants))
+    return points + writes_points(section, setup, variants)
+
+
+def writes_points(section: Any, setup: Setup, variants: list[SearchVariant]) -> list[Point]:
+    """In rounds: repetition, write rate, variant; the matched rate from this run's throughput
+    records, as the latency points'."""
+    writes = section.writes
+    if writes is None:
+        return []
+    chosen = [v for v in variants if writes.includes(v.label)]
+    for v in chosen:
+        if not any(writes.stream in s.streams and s.includes(v.label) for s in section.throughput):
+            raise PGLimitsError(f"search.writes needs {v.label}'s throughput in stream {writes.stream!r} "
+                                "to choose its rate", "add the stream to a throughput sweep of that variant")
+    labels = [v.label for v in chosen]
+    return [point("writes", v, writes_point, setup=setup, stream=writes.stream, fraction=writes.fraction, labels=labels,
+                  timing=WritesTiming(pct, writes.before_s, writes.writing_s, writes.after_s, writes.warmup_s,
+                                      writes.workers, writes.cleanup_s, writes.writers),
+                  repetition=rep, quality_queries=writes.quality_queries, rebuild=writes.rebuild)
+            for rep in range(writes.repetitions) for pct in writes.write_pct_per_min for v in chosen]
 
 
 def throughput_round(section: Any, setup: Setup, variants: list[SearchVariant], rep: int) -> list[Point]:

@@ -33,7 +33,7 @@ def stream_params(setup: Setup, v: SearchVariant, stream: str) -> tuple[list[Sea
                      "query": v.query_template(), "options": v.options, **setup.params()}
 
 
-def _operation(ctx: Context, v: SearchVariant, queries: list[SearchQuery]) -> SearchOp:
+def stream_operation(ctx: Context, v: SearchVariant, queries: list[SearchQuery]) -> SearchOp:
     return SearchOp(v.system, ctx.endpoints[v.server].url, v.options,
                     [(q.term_a, q.term_b, q.expected_hits) for q in queries])
 
@@ -52,7 +52,7 @@ def throughput_point(run: StudyRun, v: SearchVariant, setup: Setup, stream: str,
     queries, params = stream_params(setup, v, stream)
     params = {"experiment": experiment, "variant": v.label, "clients": clients, **params, **(extra_params or {})}
     spec = RunSpec(phases=_phases(warmup_s, duration_s),
-                   roles=[Role("client", _operation(run.ctx, v, queries), workers=clients,
+                   roles=[Role("client", stream_operation(run.ctx, v, queries), workers=clients,
                                loop=ClosedLoop(idle_sleep_s=0))],
                    seed=run.seed, start_method="fork")
     return _measured(run.ctx, setup, v, experiment, spec, params)
@@ -84,7 +84,7 @@ WARMUP_STREAM = "mixed"
 _WARM: dict[tuple[str, str], dict[str, Any]] = {}
 
 
-def warm_up(ctx: Context, setup: Setup, v: SearchVariant) -> dict[str, Any]:
+def warm_up(ctx: Context, setup: Setup, v: SearchVariant, again: bool = False) -> dict[str, Any]:
     """Before the first timed point on ``v``'s server: the study's queries on concurrent
     connections until the throughput is steady (``warmup.WarmupRule``), untimed. Once per server
     and dataset, not per variant: what warms is the server's — the JVMs' compiled code, the index
@@ -97,10 +97,10 @@ def warm_up(ctx: Context, setup: Setup, v: SearchVariant) -> dict[str, Any]:
         return {}
     url = ctx.endpoints[v.server].url
     key = (url, setup.dataset)
-    if key in _WARM:
+    if key in _WARM and not again:  # ``again``: the index was reloaded since (its caches are not warm)
         return {**_WARM[key], "ran_before_this_point": False}
     queries, _ = stream_params(setup, v, WARMUP_STREAM)
-    slices = driver_slices(_operation(ctx, v, queries), rule.clients, setup.seed)
+    slices = driver_slices(stream_operation(ctx, v, queries), rule.clients, setup.seed)
     _WARM[key] = {"server": v.server, "variant": v.label, "stream": WARMUP_STREAM,
                   **warm_until_steady(rule, slices)}
     said = _WARM[key]
@@ -142,7 +142,7 @@ def rate_point(run: StudyRun, v: SearchVariant, setup: Setup, stream: str, rate:
     params = {"experiment": experiment, "variant": v.label, "rate": round(rate, 1), "workers": workers,
               **params, **(extra_params or {})}
     spec = RunSpec(phases=_phases(warmup_s, duration_s),
-                   roles=[Role("client", _operation(run.ctx, v, queries), workers=workers,
+                   roles=[Role("client", stream_operation(run.ctx, v, queries), workers=workers,
                                loop=OpenLoop(rate=round(rate, 1), drain_s=2.0))],
                    seed=run.seed, start_method="fork")
     return _measured(run.ctx, setup, v, experiment, spec, params)

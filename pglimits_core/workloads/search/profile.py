@@ -115,6 +115,33 @@ class MechanismProbe(Strict):
     repeats: PositiveInt = 3
 
 
+class WritesSweep(ForVariants):
+    """Writes while querying (``writes.py``): ``stream`` open loop at ``fraction`` of the slower
+    variant's closed-loop peak in it while ``writers`` processes rewrite ``write_pct_per_min`` % of the
+    corpus per minute, in the middle of three phases; the answers compared with each variant's
+    own before the writes, at the end of the writes run and after its cleanup run."""
+
+    write_pct_per_min: list[PositiveFloat] = Field(min_length=1)
+    stream: str = "mixed"
+    fraction: float = Field(0.5, gt=0, lt=1)
+    workers: PositiveInt = 8
+    repetitions: PositiveInt = 1
+    before_s: PositiveFloat
+    writing_s: PositiveFloat
+    after_s: PositiveFloat
+    cleanup_s: PositiveFloat = Field(30.0, description="the cleanup run: queries this long while the "
+                                                    "system's cleanup runs once from its start")
+    writers: int = Field(1, ge=1, description="writer processes, the write rate split between them")
+    warmup_s: float = Field(1.0, ge=0)
+    rebuild: bool = Field(True, description="each run starts from a fresh load of the index")
+    quality_queries: PositiveInt = 100
+
+    @field_validator("stream")
+    @classmethod
+    def _stream(cls, stream: str) -> str:
+        return known_streams([stream])[0]
+
+
 class SearchProfile(Strict):
     #: ``{system: pg_gin}`` (ranked, ``ranked: false`` for the unranked match),
     #: ``{system: elasticsearch}``, ``{system: opensearch}``
@@ -140,6 +167,7 @@ class SearchProfile(Strict):
     latency: LatencySweep | None = None
     mechanism: MechanismProbe | None = None
     capacity: SearchCapacity | None = None
+    writes: WritesSweep | None = None
 
     @model_validator(mode="after")
     def _warmup_fits_its_cap(self) -> SearchProfile:

@@ -16,6 +16,7 @@ from pglimits_core.workloads.search.extensions import CAPTION as EXTENSIONS_CAPT
 from pglimits_core.workloads.search.extensions import NOTE as EXTENSIONS_NOTE
 from pglimits_core.workloads.search.extensions import extension_lines
 from pglimits_core.workloads.search.mechanism import CAPTION as MECHANISM_CAPTION
+from pglimits_core.workloads.search.writes_report import WRITES_CAPTION, writes_lines
 
 SETUP = (
     "Postgres: a <code>tsvector</code> column generated with the <code>simple</code> configuration, a GIN index, "
@@ -66,6 +67,7 @@ CAPTIONS = {
     "ranking": "Ranking agreement of the top 10s",
     "mechanism": MECHANISM_CAPTION,
     "extensions": EXTENSIONS_CAPTION,
+    "writes": WRITES_CAPTION,
 }
 
 SEED_FIGURE = "full-text search, ranked 2-term AND, 32 clients"
@@ -101,7 +103,7 @@ def search_flags(table: pd.DataFrame) -> pd.DataFrame:
 def report_sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]
                     ) -> tuple[list[Section], list[Section]]:
     shown = [(CAPTIONS[k], search_flags(tables[k])) for k in ("load", "correctness", "peak", "latency", "crossover",
-                                                            "mechanism", "ranking", "extensions")
+                                                            "mechanism", "ranking", "extensions", "writes")
              if k in tables]
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
     return ([Section("Full-text search: Postgres GIN vs Elasticsearch and OpenSearch",
@@ -150,6 +152,7 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
     ranking = ranking_summary(tables.get("ranking", pd.DataFrame()))
     if ranking:
         lines += [ranking, ""]
+    lines += writes_lines(tables.get("writes", pd.DataFrame()))
     return lines + extension_lines(tables.get("extensions", pd.DataFrame()))
 
 

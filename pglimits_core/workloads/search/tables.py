@@ -12,6 +12,7 @@ import pandas as pd
 
 from pglimits_core.analysis.flags import any_verdict, flag_set
 from pglimits_core.analysis.runs import busy_neighbour, entry_rows, measured, runs_limit
+from pglimits_core.experiments.writes_table import writes_columns, writes_table, writes_timeline
 from pglimits_core.workloads.search.capacity import capacity_table_of
 from pglimits_core.workloads.search.extensions import extension_table
 from pglimits_core.workloads.search.head_to_head import cpu_columns, verdict_columns
@@ -56,7 +57,7 @@ def search_run_columns(manifest: dict) -> dict:
                         "answers": outcome.get("queries") or []})
     elif experiment == "mechanism":
         columns["buckets"] = outcome.get("buckets") or []
-    return columns
+    return {**columns, **writes_columns(manifest)}
 
 
 # --- load -----------------------------------------------------------------------------------------
@@ -297,6 +298,8 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
             "mechanism": mechanism_table(frame)}
     if not (capacity := capacity_table_of(frame)).empty:  # only where the capacity experiment was run
         tables["capacity"] = capacity
+    if not (writes := writes_table(frame, "agreement_mean")).empty:  # only where writes while querying ran
+        tables["writes"], tables["writes_timeline"] = writes, writes_timeline(frame)
     return {**tables, "extensions": extension_table(frame, tables)}
 
 

@@ -6,6 +6,7 @@ rates, ranking agreement, and capacity (the ceiling and the highest rate holding
 from __future__ import annotations
 
 from pglimits_core.plotting.capacity import capacity_chart
+from pglimits_core.plotting.writes import timeline_chart
 from pglimits_core.registry import Chart, Workload, with_capacity
 from pglimits_core.workloads.search import charts as search_figures
 from pglimits_core.workloads.search.capacity import capacity_decisions
@@ -19,6 +20,7 @@ from pglimits_core.workloads.search.report import (
     seed_comparison,
 )
 from pglimits_core.workloads.search.tables import all_tables, search_frame
+from pglimits_core.workloads.search.writes_report import writes_agreement_chart
 
 
 def search_capacity_chart(table):
@@ -35,7 +37,9 @@ WORKLOAD = Workload(
     charts=(Chart("capacity", "search-capacity", search_capacity_chart, "curve"),
             Chart("throughput", "search-throughput", search_figures.throughput_chart, "qps"),
             Chart("crossover", "search-crossover", search_figures.crossover_chart, "qps"),
-            Chart("latency", "search-latency", search_figures.latency_chart, "latency_p99_ms")),
+            Chart("latency", "search-latency", search_figures.latency_chart, "latency_p99_ms"),
+            Chart("writes_timeline", "search-writes-timeline", timeline_chart, "query_p99_ms", under="writes"),
+            Chart("writes", "search-writes-agreement", writes_agreement_chart, "agreement_mean_after_writes")),
     report_sections=report_sections,
     readme_lines=readme_lines,
     capacity_unit="queries/s",

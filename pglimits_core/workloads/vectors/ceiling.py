@@ -20,9 +20,9 @@ from pglimits_core.workloads.vectors.points import (
     K,
     Setup,
     VectorsVariant,
-    _system,
     dataset,
     ensure_index,
+    system_for,
 )
 from pglimits_core.workloads.vectors.systems.qdrant import collection_name
 
@@ -92,7 +92,7 @@ def ceiling_point(run: StudyRun, v: VectorsVariant, setup: Setup, ef: int, clien
     name = f"{recorded_as}:{v.label}"
     if reused := run.ctx.reuse(STUDY, v.system, name, {**params, **load.describe()}):
         return reused
-    with _system(run.ctx, v, setup) as system:
+    with system_for(run.ctx, v, setup) as system:
         ensure_index(system, data.base)
         found = tool.prepare(system, data.queries, ef)
 

@@ -47,3 +47,51 @@ class QueryOp:
 
     def close(self) -> None:
         self.system.close()
+
+
+class RewriteOp:
+    """One write per call: the next vector of the worker's share of the dataset, in its own seeded
+    order (``experiments.writes.rewrite_order``), replaced by a new version of itself
+    (``VectorSystem.rewrite``), so the exact answers never move."""
+
+    name = "rewrite"
+
+    def __init__(self, system: VectorSystem, dataset_path: str):
+        self.system, self.dataset_path = system, dataset_path
+
+    def open(self) -> None:
+        from pglimits_core.datasets.store import load_vectors
+        from pglimits_core.experiments.writes import rewrite_order
+        from pglimits_core.load.operation import current_worker
+
+        self.base = load_vectors(self.dataset_path).base  # a memory map: one row read per write
+        self.order = rewrite_order(len(self.base), current_worker())
+        self.position = 0
+        self.system.open()
+
+    def __call__(self) -> None:
+        item = int(self.order[self.position % len(self.order)])
+        self.position += 1
+        self.system.rewrite([item], np.asarray(self.base[item:item + 1], dtype=np.float32))
+
+    def close(self) -> None:
+        self.system.close()
+
+
+class CleanupOp:
+    """The engine's own cleanup after writes (``VectorSystem.cleanup``), one call: the cleanup run
+    times it as its queries go on."""
+
+    name = "cleanup"
+
+    def __init__(self, system: VectorSystem):
+        self.system = system
+
+    def open(self) -> None:
+        self.system.open()
+
+    def __call__(self) -> None:
+        self.system.cleanup()
+
+    def close(self) -> None:
+        self.system.close()

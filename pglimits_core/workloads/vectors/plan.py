@@ -6,7 +6,8 @@ so drift on the shared box spreads over every system and ef rather than landing 
 open-loop latency at a matched rate (it reads the sweep's records), the capacity experiment per
 (engine, ef) design (``capacity.py``: the ceiling — through each engine's C load tool
 (``ceiling.py``) — then the highest rate holding the p99 target, on the same plain index), and the
-filtered search last (Qdrant's tagged collection replaces its plain one).
+filtered search (Qdrant's tagged collection replaces its plain one), and writes while querying
+last: its rewrites and cleanups change an index every earlier point reads as built.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.experiments.capacity import capacity_points
+from pglimits_core.experiments.writes import WritesTiming
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.vectors.capacity import vectors_designs
 from pglimits_core.workloads.vectors.points import (
@@ -28,6 +30,7 @@ from pglimits_core.workloads.vectors.points import (
     latency_point,
     sweep_point,
 )
+from pglimits_core.workloads.vectors.writes import writes_point
 
 
 def setup_of(section: Any, profile: Any) -> Setup:
@@ -58,7 +61,7 @@ def plan(section: Any, profile: Any) -> list[Point]:
     points += latency_points(section.latency, setup, hnsw)
     points += capacity_points(section.capacity.plan() if section.capacity else None,
                               vectors_designs(section.capacity, setup, variants))
-    return points + filtered_points(section.filtered, setup, filtered)
+    return points + filtered_points(section.filtered, setup, filtered) + writes_points(section.writes, setup, hnsw)
 
 
 def _filtered_variants(f: Any, hnsw: list[VectorsVariant]) -> list[VectorsVariant]:
@@ -113,6 +116,22 @@ def filtered_points(f: Any, setup: Setup, hnsw: list[VectorsVariant]) -> list[Po
                                  recall_queries=f.recall_queries)
                            for v in hnsw]
     return points
+
+
+def writes_points(w: Any, setup: Setup, hnsw: list[VectorsVariant]) -> list[Point]:
+    """In rounds: repetition, write rate, engine. The matched rate comes from the sweep's records
+    over every approximate engine of the study, as the latency section's does."""
+    if w is None:
+        return []
+    bad = [label for label in w.variants if label not in VARIANTS or VARIANTS[label].exact]
+    if bad:
+        raise PGLimitsError(f"vectors.writes.variants names {bad[0]!r}",
+                            f"use some of: {', '.join(k for k, v in VARIANTS.items() if not v.exact)}")
+    return [point("writes", VARIANTS[label], writes_point, setup=setup, hnsw=hnsw, target_recall=w.recall,
+                  fraction=w.fraction, timing=WritesTiming(pct, w.before_s, w.writing_s, w.after_s, w.warmup_s,
+                                                           w.workers, w.cleanup_s, w.writers),
+                  repetition=r, rebuild=w.rebuild, recall_queries=w.recall_queries)
+            for r in range(w.repetitions) for pct in w.write_pct_per_min for label in w.variants]
 
 
 def _sweep(section: Any, setup: Setup, v: VectorsVariant, ef: int | None, clients: int, repetition: int) -> Point:

@@ -173,15 +173,15 @@ def build_point(run: StudyRun, v: VectorsVariant, setup: Setup, repetition: int,
 
     def measure() -> dict[str, Any]:
         _, data = dataset(setup)
-        with _system(run.ctx, v, setup, tagged) as system:
-            built = _build(system, data.base)
+        with system_for(run.ctx, v, setup, tagged) as system:
+            built = build_index(system, data.base)
         return {**built, **_footprint(run, v, system)}  # closed: our connection is no server memory
 
     experiment = "build_tagged" if tagged else "build"
     return _recorded(run.ctx, v, experiment, {**setup.params(), "repetition": repetition}, run.seed, measure)
 
 
-def _system(ctx: Context, v: VectorsVariant, setup: Setup, tagged: bool = False) -> VectorSystem:
+def system_for(ctx: Context, v: VectorsVariant, setup: Setup, tagged: bool = False) -> VectorSystem:
     """``v``'s system on its server, for the index of ``setup`` (unopened)."""
     return make_system(v.system, ctx.endpoints[v.server], setup.index(tagged), v.label, **v.options)
 
@@ -192,7 +192,7 @@ def _seconds(step: Callable[..., Any], *args: Any) -> float:
     return time.perf_counter() - started
 
 
-def _build(system: VectorSystem, base: np.ndarray) -> dict[str, Any]:
+def build_index(system: VectorSystem, base: np.ndarray) -> dict[str, Any]:
     """From an empty table/collection: the load (insert) and the index build timed apart, the
     rest untimed; what was built, read back."""
     system.reset(base.shape[1])
@@ -206,14 +206,14 @@ def _footprint(run: StudyRun, v: VectorsVariant, system: VectorSystem) -> dict[s
     as Postgres's shared_buffers counted once, not once per process), RSS beside it — and the
     index on disk where the server does not say its size (Qdrant: its segments, the WAL apart;
     pgvector's index size is ``pg_relation_size``, which also holds the vectors)."""
-    found: dict[str, Any] = _memory(run.ctx.endpoints[v.server].pids)
+    found: dict[str, Any] = server_memory_now(run.ctx.endpoints[v.server].pids)
     server = run.servers.get(v.server)
     if server is not None:
         found.update(system.storage(Path(server.data_dir)))
     return found
 
 
-def _memory(pids: tuple[int, ...]) -> dict[str, Any]:
+def server_memory_now(pids: tuple[int, ...]) -> dict[str, Any]:
     readings = server_memory(pids, with_pss=True)
     pss = sum(r.pss_bytes if r.pss_bytes is not None else r.rss_bytes for r in readings)
     rss = sum(r.rss_bytes for r in readings)
@@ -224,7 +224,7 @@ def ensure_index(system: VectorSystem, base: np.ndarray) -> None:
     """The index this point queries exists (a resumed study may not have rebuilt it): built
     unrecorded otherwise. An open ``system``."""
     if not system.has_index(len(base)):
-        _build(system, base)
+        build_index(system, base)
 
 
 def answers(system: VectorSystem, queries: np.ndarray) -> list[list[int]]:
@@ -358,7 +358,7 @@ def _query_point(run: StudyRun, v: VectorsVariant, setup: Setup, experiment: str
     the server's plan of one query go into the record."""
     path, data = dataset(setup)
     ef, tagged = knobs["ef"], below is not None
-    op = QueryOp(_system(run.ctx, v, setup, tagged), str(path), ef, K, below)
+    op = QueryOp(system_for(run.ctx, v, setup, tagged), str(path), ef, K, below)
     spec = RunSpec(phases=[Phase("warmup", warmup_s, warmup=True), Phase("measure", duration_s)],
                    roles=[Role("client", op, workers=knobs["clients"], loop=loop or ClosedLoop())],
                    seed=run.seed, start_method="fork")
@@ -367,7 +367,7 @@ def _query_point(run: StudyRun, v: VectorsVariant, setup: Setup, experiment: str
     name = f"{experiment}:{v.label}"
     if reused := run.ctx.reuse(STUDY, v.system, name, {**params, "spec": spec.describe()}):
         return reused
-    with _system(run.ctx, v, setup, tagged) as system:
+    with system_for(run.ctx, v, setup, tagged) as system:
         ensure_index(system, data.base)
         system.set_search_params(ef, K, below)
         found = score(data, system)

@@ -13,6 +13,7 @@ from pglimits_core.plotting.figures import colour_for, hatch_for, line_style_for
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.vectors.matched import MARKS, server_us
 from pglimits_core.workloads.vectors.tables import headline
+from pglimits_core.workloads.vectors.writes_report import WRITES_CAPTION, writes_lines
 
 HOW_TO_READ = (
     "Recall@10 counts a returned id as correct when its exact inner product with the query is within "
@@ -148,12 +149,13 @@ CAPTIONS = {"difficulty": "Dataset difficulty (LID, relative contrast, 10th/11th
                      "which PSS does not count); medians over the builds",
             "sweep": "Recall–QPS sweep: every (engine, ef, clients) point",
             "latency": "Latency at one offered rate, each engine at its smallest ef reaching the target recall",
-            "filtered": FILTERED_CAPTION}
+            "filtered": FILTERED_CAPTION,
+            "writes": WRITES_CAPTION}
 
 
 def report_sections(tables: dict[str, pd.DataFrame], figures: dict[str, list[Path]]
                     ) -> tuple[list[Section], list[Section]]:
-    shown = [(CAPTIONS[k], tables[k]) for k in ("difficulty", "matched", "build", "latency", "filtered")
+    shown = [(CAPTIONS[k], tables[k]) for k in ("difficulty", "matched", "build", "latency", "filtered", "writes")
              if k in tables and not tables[k].empty]
     notes = [HOW_TO_READ]
     pngs = [path for paths in figures.values() for path in paths if path.suffix == ".png"]
@@ -184,6 +186,7 @@ def readme_lines(tables: dict[str, pd.DataFrame], links: str) -> list[str]:
         lines += ["Filtered search (recall against the exact filtered top 10 over the `recall_queries` queries scored; "
                   "rows returned per query):", "",
                   filtered[cols].round(3).to_markdown(index=False), ""]
+    lines += writes_lines(tables.get("writes", pd.DataFrame()))
     difficulty = tables.get("difficulty", pd.DataFrame())
     if not difficulty.empty:
         lines += [difficulty.T.reset_index().rename(columns={"index": "dataset", 0: "value"}).to_markdown(index=False), ""]

@@ -23,6 +23,7 @@ from pglimits_core.analysis.runs import (
     trusted,
 )
 from pglimits_core.analysis.verdict import combined_limit
+from pglimits_core.experiments.writes_table import writes_columns, writes_table, writes_timeline
 from pglimits_core.workloads.vectors.matched import (
     matched_table,
     per_run_cpu,
@@ -51,6 +52,7 @@ def _outcome_columns(manifest: dict[str, Any]) -> dict[str, Any]:
     for key in _OUTCOME_NESTED:
         for stat, value in (outcome.get(key) or {}).items():
             columns[f"{key}_{stat}"] = value
+    columns.update(writes_columns(manifest))
     settings = outcome.get("build_settings") or {}
     columns["parallel_maintenance_workers"] = settings.get("max_parallel_maintenance_workers")
     columns["maintenance_work_mem"] = settings.get("maintenance_work_mem")
@@ -283,6 +285,8 @@ def all_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
               "matched": matched_table(sweep, _of(frame, "sweep")), "latency": latency_table(frame, sweep), "filtered": filtered_table(frame)}
     if not (capacity := capacity_table_of(frame)).empty:  # only where the capacity experiment was run
         tables["capacity"] = capacity
+    if not (writes := writes_table(frame, "recall_mean")).empty:  # only where writes while querying ran
+        tables["writes"], tables["writes_timeline"] = writes, writes_timeline(frame)
     return tables
 
 

@@ -4,6 +4,7 @@ exact scan's cost, each engine's build cost and the dataset's difficulty."""
 from __future__ import annotations
 
 from pglimits_core.plotting.capacity import capacity_chart
+from pglimits_core.plotting.writes import timeline_chart
 from pglimits_core.registry import Chart, Workload, with_capacity
 from pglimits_core.workloads.vectors.capacity import capacity_decisions
 from pglimits_core.workloads.vectors.decision import decisions, extension_decisions
@@ -20,6 +21,7 @@ from pglimits_core.workloads.vectors.report import (
     seed_comparison,
 )
 from pglimits_core.workloads.vectors.tables import all_tables, vectors_frame
+from pglimits_core.workloads.vectors.writes_report import writes_recall_chart
 
 
 def vectors_capacity_chart(table):
@@ -38,7 +40,9 @@ WORKLOAD = Workload(
             Chart("sweep", "vectors-recall-qps", pareto_chart, "recall_mean", under="matched"),
             Chart("sweep", "vectors-recall-ef", recall_chart, "recall_mean"),
             Chart("build", "vectors-build", build_chart, "build_s"),
-            Chart("filtered", "vectors-filtered", filtered_chart, "recall_mean")),
+            Chart("filtered", "vectors-filtered", filtered_chart, "recall_mean"),
+            Chart("writes_timeline", "vectors-writes-timeline", timeline_chart, "query_p99_ms", under="writes"),
+            Chart("writes", "vectors-writes-recall", writes_recall_chart, "recall_mean_before")),
     report_sections=report_sections,
     readme_lines=readme_lines,
     capacity_unit="queries/s",

@@ -139,3 +139,22 @@ class SearchSystem(abc.ABC):
     @abc.abstractmethod
     def stream_hits(self, i: int) -> int:
         """Run the measured query of pair ``i`` of ``prepare_stream``; how many hits it returned."""
+
+    # --- writes (the writes-while-querying experiment) ----------------------------------------
+    @abc.abstractmethod
+    def rewrite(self, doc_id: int, body: str) -> None:
+        """Replace one document by a new version of itself (same id, same text) in one write the
+        server acknowledges (what the acknowledgement promises: each adapter says): the index does
+        an update's work, the correct answers do not move."""
+
+    @abc.abstractmethod
+    def write_state(self) -> dict[str, Any]:
+        """What writes left: ``dead_versions`` (replaced versions not yet cleaned up),
+        ``index_bytes``, and the system's own counters."""
+
+    @abc.abstractmethod
+    def cleanup(self) -> dict[str, Any]:
+        """The system's own recovery after writes, run to its end (``cleanup_kind`` says what it is)."""
+
+    #: what ``cleanup`` does, in the system's words (the writes table shows it: they differ)
+    cleanup_kind: str = ""

@@ -164,6 +164,36 @@ class LuceneIndex(SearchSystem):
         return {"index": INDEX, "settings": {k: v for k, v in settings.items() if k in DESCRIBED_SETTINGS},
                 "mapping": mapping}
 
+    # --- writes -------------------------------------------------------------------------------
+    def rewrite(self, doc_id: int, body: str) -> None:
+        """An index request of the same document under its id (the translog fsynced before the
+        reply under the default ``request`` durability, which ``write_state`` reads back): Lucene marks the old version deleted
+        in its segment and writes the new one to a new segment, searchable at the next refresh
+        (every 1 s here), the deleted one kept until a merge."""
+        self.http.json("PUT", f"/{INDEX}/_doc/{int(doc_id)}", {"body": body})
+
+    def write_state(self) -> dict[str, Any]:
+        """Live and deleted documents, segments and the index's size, from its statistics; the
+        translog durability in force (with the defaults: the index's own settings omit it)."""
+        stats = self.http.json("GET", f"/{INDEX}/_stats/docs,segments,store")["indices"][INDEX]["primaries"]
+        settings = self.http.json("GET", f"/{INDEX}/_settings?include_defaults=true&flat_settings=true")[INDEX]
+        durability = (settings.get("settings", {}).get("index.translog.durability")
+                      or settings.get("defaults", {}).get("index.translog.durability"))
+        return {"live_versions": stats["docs"]["count"], "dead_versions": stats["docs"]["deleted"],
+                "segments": stats["segments"]["count"], "index_bytes": stats["store"]["size_in_bytes"],
+                "translog_durability": durability}
+
+    cleanup_kind = ("_forcemerge?only_expunge_deletes=true: segments whose deleted share passes the merge "
+                    "policy's allowance merged away, then a refresh")
+
+    def cleanup(self) -> dict[str, Any]:
+        """The engine's own way to drop deleted documents: a force-merge that only expunges
+        deletes (segments whose deleted share passes ``index.merge.policy.expunge_deletes_allowed``,
+        10 % by default, are merged; the rest stay), then a refresh."""
+        self.http.json("POST", f"/{INDEX}/_forcemerge?only_expunge_deletes=true")
+        self.http.json("POST", f"/{INDEX}/_refresh")
+        return {}
+
     # --- queries ------------------------------------------------------------------------------
     def count(self, a: str, b: str) -> int:
         return self.http.json("POST", f"/{INDEX}/_count", lucene_count_body(a, b, self.options["operator"]))["count"]

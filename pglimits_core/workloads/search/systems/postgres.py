@@ -161,6 +161,38 @@ class PostgresGin(SearchSystem):
         settings = dict(self.conn.execute(DESCRIBED_SETTINGS).fetchall())
         return {"table": CREATE_TABLE, "index": indexdef, "index_options": options or [], "settings": settings}
 
+    # --- writes -------------------------------------------------------------------------------
+    def rewrite(self, doc_id: int, body: str) -> None:
+        """DELETE and INSERT of the same row in one transaction (committed as every write here):
+        a new heap tuple and new index entries (GIN: into its pending list while fastupdate is
+        on), the old version dead until VACUUM — an UPDATE that changes no indexed value may be
+        HOT and never touch the index."""
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(f"DELETE FROM {self.table} WHERE id = %s", (int(doc_id),))
+            cur.execute(f"INSERT INTO {self.table} (id, body) VALUES (%s, %s)", (int(doc_id), body))
+
+    def write_state(self) -> dict[str, Any]:
+        """Live and dead tuples, the tuples ever deleted (their difference between two readings:
+        the versions made dead in between), (auto)vacuum and autoanalyze counts from the statistics
+        views, the text index's size, and GIN's pending-list pages (GIN only)."""
+        row = self.conn.execute(
+            "SELECT n_live_tup, n_dead_tup, n_tup_del, autovacuum_count, vacuum_count, autoanalyze_count, "
+            "pg_relation_size(%s) FROM pg_stat_user_tables WHERE relid = to_regclass(%s)",
+            (self.index, self.table)).fetchone()
+        keys = ("live_versions", "dead_versions", "deleted_total", "autovacuum_count", "vacuum_count",
+                "autoanalyze_count", "index_bytes")
+        found = dict(zip(keys, (int(v) if v is not None else None for v in row), strict=True)) if row else {}
+        return {**found, "gin_pending_pages": self.gin_pending() if self.index == GIN_INDEX else None}
+
+    cleanup_kind = "VACUUM (INDEX_CLEANUP ON): dead tuples and their index entries removed, nothing compacted"
+
+    def cleanup(self) -> dict[str, Any]:
+        """VACUUM of the table with index cleanup forced (``auto`` may skip the indexes when few
+        pages hold dead tuples): dead tuples and their index entries removed, GIN's pending list
+        merged into the index; nothing is compacted."""
+        self.conn.execute(f"VACUUM (INDEX_CLEANUP ON) {self.table}")
+        return {}
+
     # --- queries ------------------------------------------------------------------------------
     def count(self, a: str, b: str) -> int:
         return self.conn.execute(COUNT_SQL, (pg_terms(a, b),)).fetchone()[0]

@@ -10,7 +10,8 @@ A build, as the study runs it::
     reset(dim) -> insert(base) [timed: load] -> build() [timed: build] -> settle() + describe()
 
 a search: ``set_search_params(ef, k, below)``, ``prepare(queries)`` once, then ``search(request)``
-per query. A sweep point that finds ``has_index(count)`` true reuses the index already there.
+per query; writes while querying: ``rewrite(ids, vectors)`` per write, ``write_state()`` and
+``cleanup()`` around them. A sweep point that finds ``has_index(count)`` true reuses the index already there.
 """
 
 from __future__ import annotations
@@ -123,6 +124,25 @@ class VectorSystem(abc.ABC):
     @abc.abstractmethod
     def search(self, request: Any) -> list[int]:
         """The ids one prepared request returns, nearest first."""
+
+    # --- writes (the writes-while-querying experiment) ------------------------------------------
+    @abc.abstractmethod
+    def rewrite(self, ids: list[int], vectors: np.ndarray) -> None:
+        """Replace each item by a new version of itself — the same id, filter attribute and vector —
+        in one write the server acknowledges (what the acknowledgement promises differs: each
+        adapter says): the index does an update's work, the exact answers do not move."""
+
+    @abc.abstractmethod
+    def write_state(self) -> dict[str, Any]:
+        """What writes left: ``dead_versions`` (replaced versions not yet cleaned up; None where the
+        system does not say), ``index_bytes``, and the system's own counters."""
+
+    @abc.abstractmethod
+    def cleanup(self) -> dict[str, Any]:
+        """The system's own recovery after writes, run to its end (``cleanup_kind`` says what it is)."""
+
+    #: what ``cleanup`` does, in the system's words (the writes table shows it: they differ)
+    cleanup_kind: str = ""
 
     def search_plan(self, query: np.ndarray) -> dict[str, Any]:
         """The server's own account of how it serves ``query`` (recorded with the point); raises

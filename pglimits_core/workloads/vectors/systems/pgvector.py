@@ -1,4 +1,4 @@
-"""pgvector: table ``vectors_items(id int4, tag int2, embedding vector(dim))``, loaded by binary
+"""pgvector: table ``vectors_items(id int4 primary key, tag int2, embedding vector(dim))``, loaded by binary
 ``COPY`` through pgvector-python's psycopg adapter, then ``CREATE INDEX ... USING hnsw (embedding
 vector_ip_ops) WITH (m, ef_construction)``; queried with ``ORDER BY embedding <#> %b LIMIT k``
 (the vector sent in binary, prepared) after ``SET hnsw.ef_search``.
@@ -92,7 +92,8 @@ class PgvectorSystem(VectorSystem):
         self.notices = []
         self.conn.add_notice_handler(lambda diag: self.notices.append(diag.message_primary or ""))
         self.conn.execute(f"DROP TABLE IF EXISTS {self.table}")
-        self.conn.execute(f"CREATE TABLE {self.table} (id int4 NOT NULL, tag int2 NOT NULL, "
+        # the primary key an application's table has: a rewrite (writes while querying) finds its row by it
+        self.conn.execute(f"CREATE TABLE {self.table} (id int4 PRIMARY KEY, tag int2 NOT NULL, "
                           f"embedding vector({int(dim)}) NOT NULL)")
 
     def insert(self, base: np.ndarray) -> None:
@@ -153,6 +154,40 @@ class PgvectorSystem(VectorSystem):
         present = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
                                     (self.index_name, self.tag_index)).fetchone()[0]
         return bool(row and present and row[0] == self.table_tag)
+
+    # --- writes -------------------------------------------------------------------------
+    cleanup_kind = "VACUUM (INDEX_CLEANUP ON): dead tuples and their index entries removed, nothing compacted"
+
+    def rewrite(self, ids: list[int], vectors: np.ndarray) -> None:
+        """DELETE and INSERT of the same rows in one transaction (committed as every write here,
+        ``synchronous_commit`` as configured): each new version is a new heap tuple and a new entry
+        in every index, the old one dead until VACUUM — an UPDATE of the vector does the same work,
+        but an UPDATE that changes no indexed value may be HOT, which never touches the index."""
+        rows = [(int(i), int(i) % FILTER_BUCKETS, np.asarray(vector, dtype=np.float32))
+                for i, vector in zip(ids, vectors, strict=True)]
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(f"DELETE FROM {self.table} WHERE id = ANY(%s)", ([row[0] for row in rows],))
+            cur.executemany(f"INSERT INTO {self.table} (id, tag, embedding) VALUES (%s, %s, %b)", rows)
+
+    def write_state(self) -> dict[str, Any]:
+        """The table's live and dead tuples, the tuples ever deleted (their difference between two
+        readings: the versions made dead in between), its (auto)vacuum and autoanalyze counts from
+        the statistics views (flushed by each backend at least once a second), and the vector
+        index's size on disk."""
+        row = self.conn.execute(
+            "SELECT n_live_tup, n_dead_tup, n_tup_del, autovacuum_count, vacuum_count, autoanalyze_count, "
+            "pg_relation_size(%s), pg_table_size(relid) FROM pg_stat_user_tables WHERE relid = to_regclass(%s)",
+            (self.index_name, self.table)).fetchone()
+        keys = ("live_versions", "dead_versions", "deleted_total", "autovacuum_count", "vacuum_count",
+                "autoanalyze_count", "index_bytes", "table_bytes")
+        return dict(zip(keys, (int(v) if v is not None else None for v in row), strict=True)) if row else {}
+
+    def cleanup(self) -> dict[str, Any]:
+        """VACUUM of the table with index cleanup forced (``auto`` may skip the indexes when few
+        pages hold dead tuples): dead heap tuples removed and the vector index's entries for them
+        (pgvector repairs the graph's links around each removed element); nothing is compacted."""
+        self.conn.execute(f"VACUUM (INDEX_CLEANUP ON) {self.table}")
+        return {}
 
     # --- search -------------------------------------------------------------------------
     def set_search_params(self, ef: int | None, k: int, below: int | None = None) -> None:

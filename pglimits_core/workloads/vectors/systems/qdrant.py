@@ -174,6 +174,60 @@ class QdrantSystem(VectorSystem):
                 "wal_bytes": sum(directory_bytes(s / "wal") for s in shards if (s / "wal").exists()),
                 "index_bytes_is": "the collection's segments (vectors + HNSW graph), WAL apart"}
 
+    # --- writes -------------------------------------------------------------------------
+    cleanup_kind = "waiting for its optimizer (it vacuums a segment past its deleted_threshold share by itself)"
+
+    def rewrite(self, ids: list[int], vectors: np.ndarray) -> None:
+        """An upsert of the same points (``wait=true``: applied before the reply — not a promise
+        that its WAL reached the disk), payload too in a tagged collection, sent as one gRPC
+        ``UpsertPoints`` built here (as the queries' requests are: no model conversions in the
+        client): Qdrant writes each new version to an appendable segment and marks the old one
+        deleted in its indexed segment, until the optimizer rewrites that segment."""
+        from qdrant_client import grpc as qgrpc
+
+        points = []
+        for i, vector in zip(ids, np.asarray(vectors, dtype=np.float32), strict=True):
+            payload = {TAG: qgrpc.Value(integer_value=int(i) % FILTER_BUCKETS)} if self.index.tagged else None
+            points.append(qgrpc.PointStruct(id=qgrpc.PointId(num=int(i)), payload=payload,
+                                            vectors=qgrpc.Vectors(vector=qgrpc.Vector(dense=qgrpc.DenseVector(
+                                                data=vector.tolist())))))
+        self.client.grpc_points.Upsert(qgrpc.UpsertPoints(collection_name=self.collection, wait=True, points=points),
+                                       timeout=60)
+
+    def write_state(self) -> dict[str, Any]:
+        """The collection's status, segments and indexed vectors, and the deleted vectors its
+        segments still hold (from the server's telemetry, where it reports them)."""
+        info = self.client.get_collection(self.collection)
+        config = info.config.optimizer_config
+        return {"live_versions": int(info.points_count or 0), "dead_versions": self._deleted_vectors(),
+                "segments": int(info.segments_count or 0), "indexed_vectors": int(info.indexed_vectors_count or 0),
+                "status": str(info.status.value), "optimizer_status": str(info.optimizer_status),
+                "deleted_threshold": config.deleted_threshold, "vacuum_min_vector_number": config.vacuum_min_vector_number}
+
+    def _deleted_vectors(self) -> int | None:
+        """Deleted vectors still in the collection's segments, summed from the telemetry's segment
+        details (``num_deleted_vectors``); None where the server does not report them."""
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.endpoint.url}/telemetry?details_level=10", timeout=30) as reply:
+            telemetry = json.load(reply)
+        found = [segment.get("info", {}).get("num_deleted_vectors")
+                 for collection in (telemetry.get("result", {}).get("collections", {}).get("collections") or [])
+                 if collection.get("id") == self.collection
+                 for shard in collection.get("shards") or []
+                 for segment in (shard.get("local") or {}).get("segments") or []]
+        known = [n for n in found if n is not None]
+        return int(sum(known)) if known else None
+
+    def cleanup(self) -> dict[str, Any]:
+        """Qdrant has no vacuum to call: its optimizer rewrites a segment by itself once a share of
+        it past ``deleted_threshold`` is deleted, and indexes the appendable segments. Waiting until
+        the collection is green with every vector indexed is the recovery it offers."""
+        info = wait_indexed(self.client, self.collection)
+        config = info.config.optimizer_config
+        return {"deleted_threshold": config.deleted_threshold, "vacuum_min_vector_number": config.vacuum_min_vector_number}
+
     # --- search -------------------------------------------------------------------------
     def prepare(self, queries: np.ndarray) -> list[Any]:
         """One prebuilt gRPC ``SearchPoints`` per query (no payload, ``hnsw_ef`` = ef): each call

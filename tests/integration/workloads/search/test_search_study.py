@@ -42,7 +42,7 @@ def test_the_test_profile_measures_every_system_with_exact_answers(search_notebo
     by_experiment: dict[str, list[dict]] = {}
     for manifest in manifests:
         by_experiment.setdefault(manifest["params"]["experiment"], []).append(manifest)
-    assert set(by_experiment) == {"load", "correctness", "throughput", "crossover", "latency"}
+    assert set(by_experiment) == {"load", "correctness", "throughput", "crossover", "latency", "writes"}
     assert {m["system"] for m in by_experiment["load"]} == {"pg_gin", "elasticsearch", "opensearch"}
 
     # correctness first: every query of the study, on every variant, agrees with the exact answer
@@ -73,10 +73,34 @@ def test_the_test_profile_measures_every_system_with_exact_answers(search_notebo
     assert all(w["slices_qps"] and w["queries"] > 0 and w["stopped"] for _, w in warm)
     ran = sorted(server for server, w in warm if w["ran_before_this_point"])
     assert ran == sorted({server for server, _ in warm}), ran
+    check_writes(runs, by_experiment["writes"])
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
                               capture_output=True, text=True)
     assert validate.returncode == 0, validate.stdout + validate.stderr
     assert search_notebook.leaked == []
+
+
+def check_writes(runs: Path, manifests: list[dict]) -> None:
+    """Writes while querying on GIN and OpenSearch, each from a fresh load: two records a point
+    (the writes run, the cleanup run), one offered rate for both; the writer kept its rate with no
+    error while every timed answer still had its exact hit count (a wrong one fails the run); GIN's
+    answers cannot move (ts_rank uses no corpus statistics); Postgres's VACUUM, timed under the
+    queries, left no dead version; OpenSearch says what its segments still hold after its merge."""
+    from pglimits_core.analysis.outputs import build_outputs
+
+    assert sorted((m["params"]["variant"], m["params"]["stage"]) for m in manifests) == [
+        ("opensearch", "cleanup"), ("opensearch", "writes"), ("pg_gin ranked", "cleanup"), ("pg_gin ranked", "writes")]
+    assert len({m["params"]["rate"] for m in manifests}) == 1
+    writes = build_outputs(workload("search"), runs).tables["writes"].set_index("variant")
+    assert (writes.write_errors == 0).all() and writes.writes_sustained.all(), writes
+    phases = ["p99_ms_before", "p99_ms_writing", "p99_ms_after", "p99_ms_cleanup", "write_p99_ms", "cleanup_s"]
+    assert writes[phases].notna().all().all(), writes[phases]
+    assert (writes.agreement_mean_before == 1.0).all() and (writes.agreement_mean_after_cleanup >= 0.9).all()
+    gin = writes.loc["pg_gin ranked"]
+    assert gin.agreement_mean_after_writes == 1.0 and gin.versions_made_dead >= 100
+    assert gin.dead_versions_after_cleanup == 0 and gin.cleanup_kind.startswith("VACUUM")
+    engine = writes.loc["opensearch"]
+    assert engine.dead_versions_after_writes is not None and engine.dead_versions_after_cleanup is not None
 
 
 @pytest.fixture(scope="module")

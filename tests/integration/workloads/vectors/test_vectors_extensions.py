@@ -16,12 +16,12 @@ from pglimits_core.servers.fleet import Fleet
 from pglimits_core.workloads.vectors.points import (
     VARIANTS,
     Setup,
-    _system,
     answers,
     dataset,
     ensure_index,
     recall_outcome,
     score_filtered,
+    system_for,
 )
 from pglimits_core.workloads.vectors.systems.base import filter_mask
 from tests.conftest import TEST_ROOT, server_processes
@@ -58,7 +58,7 @@ def ext(tmp_path_factory):
 def _query(ext, label: str, below: int | None = None):
     """Build (if missing) and query ``label``'s index at EF: its answers, its plan, the data."""
     _, data = dataset(ext.setup)
-    with _system(ext.ctx, VARIANTS[label], ext.setup) as system:
+    with system_for(ext.ctx, VARIANTS[label], ext.setup) as system:
         ensure_index(system, data.base)
         built = system.has_index(len(data.base))
         system.set_search_params(EF, 10, below)

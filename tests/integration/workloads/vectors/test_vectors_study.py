@@ -30,7 +30,7 @@ def test_the_vector_study_runs_on_real_servers(vectors_notebook: ExecutedNoteboo
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
     assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
     assert {m["params"]["experiment"] for m in manifests} == {"difficulty", "build", "sweep", "latency", "build_tagged",
-                                                                   "filtered"}
+                                                                   "filtered", "writes"}
 
     builds = {m["params"]["variant"]: m["params"]["outcome"] for m in manifests if m["params"]["experiment"] == "build"}
     qdrant = builds["qdrant hnsw"]
@@ -69,9 +69,34 @@ def test_the_vector_study_runs_on_real_servers(vectors_notebook: ExecutedNoteboo
     assert len(latency) == 2 and latency.offered_rate.nunique() == 1 and (latency.recall_mean >= 0.9).all()
     assert latency.latency_p99_ms.notna().all()
 
+    check_writes(tables["writes"], tables["writes_timeline"])
+
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
                               capture_output=True, text=True, env=os.environ.copy())
     assert validate.returncode == 0, validate.stdout + validate.stderr
+
+
+def check_writes(writes, timeline):
+    """Writes while querying: both engines queried at one rate while ~300 of the 2,000 vectors were
+    rewritten; the writer kept its rate with no error; Postgres's dead versions were counted (or
+    autovacuum took them) and gone after the VACUUM its cleanup run timed under the queries; Qdrant
+    says what its segments hold; recall before and after the cleanup is the index's, against the
+    same truth; the timeline's writes fall in the writers' planned window only."""
+    rows = writes.set_index("variant")
+    assert set(rows.index) == {"pgvector hnsw", "qdrant hnsw"} and (writes.status == "complete").all()
+    assert writes.query_per_s_offered.nunique() == 1 and (writes.write_errors == 0).all()
+    assert writes.writes_sustained.all(), writes[["variant", "write_per_s_offered", "write_per_s_done"]]
+    phases = ["p99_ms_before", "p99_ms_writing", "p99_ms_after", "p99_ms_cleanup", "write_p99_ms", "cleanup_s"]
+    assert writes[phases].notna().all().all(), writes[phases]
+    assert (writes.recall_mean_before >= 0.9).all() and (writes.recall_mean_after_cleanup >= 0.9).all()
+    pg = rows.loc["pgvector hnsw"]
+    assert pg.versions_made_dead >= 0.9 * 300 and (pg.dead_versions_after_writes > 0 or pg.autovacuum_runs_during > 0)
+    assert pg.dead_versions_after_cleanup == 0 and pg.cleanup_kind.startswith("VACUUM")
+    qdrant = rows.loc["qdrant hnsw"]
+    assert qdrant.dead_versions_after_writes is not None and qdrant.cleanup_kind.startswith("waiting")
+    writing = timeline[timeline.writes > 0]
+    assert not writing.empty and (writing.second >= writing.writing_from - 1).all()
+    assert (writing.second <= writing.writing_to + 1).all() and set(timeline.stage) == {"writes", "cleanup"}
 
 
 def test_qdrant_is_not_measured_while_its_optimizer_runs():

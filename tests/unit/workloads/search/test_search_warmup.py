@@ -141,7 +141,7 @@ def test_the_warm_up_runs_once_per_server_and_every_point_records_it(monkeypatch
         return {"seconds": 20.0, "queries": 100, "slices_qps": [1.0] * 4, "steady": True, "stopped": "steady"}
     monkeypatch.setattr(points, "warm_until_steady", fake_warm)
     monkeypatch.setattr(points, "stream_params", lambda setup, v, stream: ([], {}))
-    monkeypatch.setattr(points, "_operation", lambda ctx, v, queries: None)
+    monkeypatch.setattr(points, "stream_operation", lambda ctx, v, queries: None)
     monkeypatch.setattr(points, "_WARM", {})
     ctx = SimpleNamespace(endpoints={"postgres": SimpleNamespace(url="postgresql://x"),
                                      "elasticsearch": SimpleNamespace(url="http://y")})
