@@ -79,6 +79,34 @@ class CapacitySpec(ForVariants):
                             start_share=self.start_share, narrow_steps=self.narrow_steps, narrow_to=self.narrow_to)
 
 
+class WritesSpec(ForVariants):
+    """Writes while querying (``experiments.writes``): per write rate (``write_pct_per_min`` % of
+    the collection per minute) and repetition, a writes run — queries for ``before_s``, then with
+    ``writers`` processes rewriting for ``writing_s``, then ``after_s`` — and a cleanup run of
+    ``cleanup_s`` while the system's cleanup runs; ``rebuild``: each point from a fresh build."""
+
+    write_pct_per_min: list[PositiveFloat] = Field(min_length=1, description="share of the collection "
+                                                   "rewritten per minute, one point each (1 = 1 %/min)")
+    fraction: float = Field(0.5, gt=0, lt=1, description="of the slower system's closed-loop rate")
+    workers: PositiveInt = Field(8, description="open-loop query workers (a connection each)")
+    repetitions: PositiveInt = 1
+    before_s: PositiveFloat
+    writing_s: PositiveFloat
+    after_s: PositiveFloat
+    cleanup_s: PositiveFloat = Field(30.0, description="the cleanup run: queries this long while the "
+                                                       "system's cleanup runs once from its start")
+    writers: PositiveInt = Field(1, description="writer processes, the write rate split between them")
+    warmup_s: float = Field(1.0, ge=0)
+    rebuild: bool = Field(True, description="each point from a fresh build (else: the index as the "
+                                            "point before left it, after its cleanup)")
+
+    def timing(self, write_pct_per_min: float) -> Any:
+        from pglimits_core.experiments.writes import WritesTiming
+
+        return WritesTiming(write_pct_per_min, self.before_s, self.writing_s, self.after_s, self.warmup_s,
+                            self.workers, self.cleanup_s, self.writers)
+
+
 class Datasets(Strict):
     """The seeded datasets of the search and vector workloads (``pglimits datasets build``);
     the specs validate themselves, so their fields and defaults live in ``datasets/`` only."""

@@ -30,6 +30,22 @@ SUSTAINED_SHARE = 0.95
 KEYS = ["variant", "write_pct_per_min", "repetition"]
 
 
+#: the columns a workload's shown writes table leads and ends with (its quality columns between)
+SHOWN_FIRST = ("variant", "write_pct_per_min", "query_per_s_offered", "write_per_s_done", "writes_sustained",
+               "write_p99_ms", "load_cpu_pct_writing", "p99_ms_before", "p99_ms_writing", "p99_ms_after",
+               "p99_ms_cleanup")
+SHOWN_LAST = ("dead_versions_after_writes", "dead_versions_after_cleanup", "cleanup_s", "cleanup_within_phase")
+
+
+def shown_lines(writes: pd.DataFrame, caption: str, quality_columns: tuple[str, ...]) -> list[str]:
+    """A README's writes-while-querying table: rates, p99 per phase, ``quality_columns``, what the
+    writes left and the cleanup; nothing where the experiment did not run."""
+    if writes.empty:
+        return []
+    cols = [c for c in (*SHOWN_FIRST, *quality_columns, *SHOWN_LAST) if c in writes]
+    return [f"{caption}:", "", writes[cols].round(3).to_markdown(index=False), ""]
+
+
 def writes_columns(manifest: dict[str, Any]) -> dict[str, Any]:
     """A workload's ``entry_rows`` run columns for this experiment: a writes or cleanup run's
     whole outcome under ``writes`` (nested: the table reads it), nothing for any other run."""

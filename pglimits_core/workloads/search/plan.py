@@ -15,7 +15,6 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.experiments.capacity import capacity_points
-from pglimits_core.experiments.writes import WritesTiming
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.search.capacity import search_designs
 from pglimits_core.workloads.search.correctness import correctness_point
@@ -114,8 +113,7 @@ def writes_points(section: Any, setup: Setup, variants: list[SearchVariant]) -> 
                                 "to choose its rate", "add the stream to a throughput sweep of that variant")
     labels = [v.label for v in chosen]
     return [point("writes", v, writes_point, setup=setup, stream=writes.stream, fraction=writes.fraction, labels=labels,
-                  timing=WritesTiming(pct, writes.before_s, writes.writing_s, writes.after_s, writes.warmup_s,
-                                      writes.workers, writes.cleanup_s, writes.writers),
+                  timing=writes.timing(pct),
                   repetition=rep, quality_queries=writes.quality_queries, rebuild=writes.rebuild)
             for rep in range(writes.repetitions) for pct in writes.write_pct_per_min for v in chosen]
 

@@ -13,7 +13,7 @@ from pydantic import (
     model_validator,
 )
 
-from pglimits_core.profiles import CapacitySpec, ForVariants, Strict
+from pglimits_core.profiles import CapacitySpec, ForVariants, Strict, WritesSpec
 
 #: the query streams a throughput sweep can ask for: one per term-frequency class of the
 #: corpus, and ``mixed`` (every class's queries, interleaved in one seeded order)
@@ -115,25 +115,13 @@ class MechanismProbe(Strict):
     repeats: PositiveInt = 3
 
 
-class WritesSweep(ForVariants):
-    """Writes while querying (``writes.py``): ``stream`` open loop at ``fraction`` of the slower
-    variant's closed-loop peak in it while ``writers`` processes rewrite ``write_pct_per_min`` % of the
-    corpus per minute, in the middle of three phases; the answers compared with each variant's
-    own before the writes, at the end of the writes run and after its cleanup run."""
+class WritesSweep(WritesSpec):
+    """Writes while querying (``writes.py``; the knobs: ``profiles.WritesSpec``): ``stream`` open
+    loop at ``fraction`` of the slower variant's closed-loop peak in it; the answers to its first
+    ``quality_queries`` queries compared with each variant's own before the writes, at the end of
+    the writes run and after its cleanup run."""
 
-    write_pct_per_min: list[PositiveFloat] = Field(min_length=1)
     stream: str = "mixed"
-    fraction: float = Field(0.5, gt=0, lt=1)
-    workers: PositiveInt = 8
-    repetitions: PositiveInt = 1
-    before_s: PositiveFloat
-    writing_s: PositiveFloat
-    after_s: PositiveFloat
-    cleanup_s: PositiveFloat = Field(30.0, description="the cleanup run: queries this long while the "
-                                                    "system's cleanup runs once from its start")
-    writers: int = Field(1, ge=1, description="writer processes, the write rate split between them")
-    warmup_s: float = Field(1.0, ge=0)
-    rebuild: bool = Field(True, description="each run starts from a fresh load of the index")
     quality_queries: PositiveInt = 100
 
     @field_validator("stream")

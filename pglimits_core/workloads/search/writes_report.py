@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pglimits_core.experiments.writes_table import shown_lines
 from pglimits_core.plotting.writes import quality_chart
 
 WRITES_CAPTION = (
@@ -21,21 +22,14 @@ WRITES_CAPTION = (
     "statistics, so its answers cannot move; BM25's statistics count deleted documents until a merge, so the "
     "engines' and pg_search's scores, and tied orders, can — a changed answer, not necessarily a worse one. p99 "
     "from the intended start per phase; `write_p99_ms` a write's own time; `writes_sustained`: ≥ 95 % of the "
-    "offered rate achieved; `load_cpu_pct_writing`: the load's core busy while writing (100: saturated); dead versions as each counts them (Postgres `n_dead_tup`; the engines: deleted "
+    "offered rate achieved; `load_cpu_pct_writing`: the load's core busy while writing (100: saturated); "
+    "dead versions as each counts them (Postgres `n_dead_tup`; the engines: deleted "
     "documents)")
-
-WRITES_SHOWN = ("variant", "write_pct_per_min", "query_per_s_offered", "write_per_s_done", "writes_sustained",
-                "write_p99_ms", "load_cpu_pct_writing", "p99_ms_before", "p99_ms_writing", "p99_ms_after", "p99_ms_cleanup",
-                "agreement_mean_after_writes", "agreement_mean_after_cleanup", "dead_versions_after_writes",
-                "dead_versions_after_cleanup", "cleanup_s", "cleanup_within_phase")
 
 
 def writes_lines(writes: pd.DataFrame) -> list[str]:
-    """The README's writes-while-querying table: rates, p99 per phase, agreement after the writes."""
-    if writes.empty:
-        return []
-    cols = [c for c in WRITES_SHOWN if c in writes]
-    return [f"{WRITES_CAPTION}:", "", writes[cols].round(3).to_markdown(index=False), ""]
+    """The README's writes-while-querying table, agreement with its own answers in the middle."""
+    return shown_lines(writes, WRITES_CAPTION, ("agreement_mean_after_writes", "agreement_mean_after_cleanup"))
 
 
 def writes_agreement_chart(writes: pd.DataFrame):

@@ -16,7 +16,6 @@ from typing import Any
 
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.experiments.capacity import capacity_points
-from pglimits_core.experiments.writes import WritesTiming
 from pglimits_core.studies.study import Point, point
 from pglimits_core.workloads.vectors.capacity import vectors_designs
 from pglimits_core.workloads.vectors.points import (
@@ -128,8 +127,7 @@ def writes_points(w: Any, setup: Setup, hnsw: list[VectorsVariant]) -> list[Poin
         raise PGLimitsError(f"vectors.writes.variants names {bad[0]!r}",
                             f"use some of: {', '.join(k for k, v in VARIANTS.items() if not v.exact)}")
     return [point("writes", VARIANTS[label], writes_point, setup=setup, hnsw=hnsw, target_recall=w.recall,
-                  fraction=w.fraction, timing=WritesTiming(pct, w.before_s, w.writing_s, w.after_s, w.warmup_s,
-                                                           w.workers, w.cleanup_s, w.writers),
+                  fraction=w.fraction, timing=w.timing(pct),
                   repetition=r, rebuild=w.rebuild, recall_queries=w.recall_queries)
             for r in range(w.repetitions) for pct in w.write_pct_per_min for label in w.variants]
 

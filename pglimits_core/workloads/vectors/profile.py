@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, PositiveFloat
 
-from pglimits_core.profiles import CapacitySpec, Strict
+from pglimits_core.profiles import CapacitySpec, Strict, WritesSpec
 
 
 class Difficulty(Strict):
@@ -39,29 +39,14 @@ class Latency(Strict):
     warmup_s: float = Field(1.0, ge=0)
 
 
-class Writes(Strict):
-    """Writes while querying (``writes.py``): each engine queried open loop at the rate the
-    latency section would offer (``fraction`` of the lowest engine's closed-loop QPS at ``recall``,
-    each engine at its own ef for it) while ``writers`` processes rewrite ``write_pct_per_min`` % of the
-    vectors per minute, in the middle of three phases; then a run of the same queries while the
-    engine's cleanup runs; recall before, at the end of the writes run and after the cleanup."""
+class Writes(WritesSpec):
+    """Writes while querying (``writes.py``; the knobs: ``profiles.WritesSpec``): each engine
+    queried open loop at the rate the latency section would offer (``fraction`` of the lowest
+    engine's closed-loop QPS at ``recall``, each at its own ef for it); recall on the first
+    ``recall_queries`` queries before, at the end of the writes run and after the cleanup."""
 
     variants: list[str] = Field(default_factory=lambda: ["pgvector hnsw", "qdrant hnsw"], min_length=1)
-    write_pct_per_min: list[PositiveFloat] = Field(min_length=1, description="share of the vectors "
-                                                   "rewritten per minute, one run each (1 = 1 %/min)")
     recall: float = Field(0.95, gt=0, le=1)
-    fraction: float = Field(0.5, gt=0, le=1, description="of the lowest engine's closed-loop QPS there")
-    workers: int = Field(4, ge=1, description="open-loop query workers (a connection each)")
-    repetitions: int = Field(1, ge=1)
-    before_s: PositiveFloat
-    writing_s: PositiveFloat
-    after_s: PositiveFloat
-    cleanup_s: PositiveFloat = Field(30.0, description="the cleanup run: queries this long while the "
-                                                    "system's cleanup runs once from its start")
-    writers: int = Field(1, ge=1, description="writer processes, the write rate split between them")
-    warmup_s: float = Field(1.0, ge=0)
-    rebuild: bool = Field(True, description="each run starts from a fresh build (else: the index as "
-                                             "the run before left it, after its cleanup)")
     recall_queries: int | None = Field(None, ge=1)
 
 

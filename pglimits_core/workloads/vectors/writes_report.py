@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pglimits_core.experiments.writes_table import shown_lines
 from pglimits_core.plotting.writes import quality_chart
 
 WRITES_CAPTION = (
@@ -19,21 +20,14 @@ WRITES_CAPTION = (
     "the writes stopped, each engine left to its background upkeep: Postgres's autovacuum does not start below a "
     "fifth of the table dead) and after the cleanup. p99 from the intended start per phase; `write_p99_ms` a "
     "write's own time (a commit, an acknowledged upsert); `writes_sustained`: the writers achieved ≥ 95 % of the "
-    "offered rate; `load_cpu_pct_writing`: the load's core busy while writing (100: saturated, a client effect); dead versions as each system counts them (Postgres `n_dead_tup`, and `versions_made_dead`, "
-    "the `n_tup_del` delta; Qdrant: deleted vectors in its segments)")
-
-WRITES_SHOWN = ("variant", "write_pct_per_min", "query_per_s_offered", "write_per_s_done", "writes_sustained",
-                "write_p99_ms", "load_cpu_pct_writing", "p99_ms_before", "p99_ms_writing", "p99_ms_after", "p99_ms_cleanup",
-                "recall_mean_before", "recall_mean_after_writes", "recall_mean_after_cleanup",
-                "dead_versions_after_writes", "dead_versions_after_cleanup", "cleanup_s", "cleanup_within_phase")
+    "offered rate; `load_cpu_pct_writing`: the load's core busy while writing (100: saturated, a client effect); "
+    "dead versions as each system counts them (Postgres `n_dead_tup`, and `versions_made_dead`, the `n_tup_del` delta; Qdrant: deleted vectors in its segments)")
 
 
 def writes_lines(writes: pd.DataFrame) -> list[str]:
-    """The README's writes-while-querying table: rates, p99 per phase, recall at the three moments."""
-    if writes.empty:
-        return []
-    cols = [c for c in WRITES_SHOWN if c in writes]
-    return [f"{WRITES_CAPTION}:", "", writes[cols].round(3).to_markdown(index=False), ""]
+    """The README's writes-while-querying table, recall at the three moments in the middle."""
+    return shown_lines(writes, WRITES_CAPTION,
+                       ("recall_mean_before", "recall_mean_after_writes", "recall_mean_after_cleanup"))
 
 
 def writes_recall_chart(writes: pd.DataFrame):
