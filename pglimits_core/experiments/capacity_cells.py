@@ -260,18 +260,21 @@ def _why_missing(rows: pd.DataFrame, side: str, found: Side | None, nothing: str
 
 
 def _tried(row: pd.Series) -> str:
-    """"pg_skiplocked batch=10's 30-s windows failed at 3,500 and 2,975/s (its 5-s probes held up
-    to 3,500/s)", with "its load set the limit in k of n" where it did."""
+    """"pg_skiplocked batch=10's 30-s window sets failed at 3,500 and 2,975/s (its 5-s probes held
+    up to 3,500/s); no rate below 2,975/s was tried", with which CPU set was saturated where one
+    was. A set fails at its first missed window, so a rate can fail with a window that held."""
     failed = row.get("confirm_failed")
     if not isinstance(failed, list) or not failed:
         return ""
     rates = " and ".join(f"{rate:,.0f}" for rate, _, _ in failed)
     window = _number(row.get("confirm_s"))
-    text = f"{row['variant']}'s {f'{window:g}-s ' if window else ''}windows failed at {rates}/s"
+    text = f"{row['variant']}'s {f'{window:g}-s ' if window else ''}window sets failed at {rates}/s"
     probed = _number(row.get("probe_held_max_per_s"))
     text += f" (its short probes held up to {probed:,.0f}/s)" if probed else ""
     loaded = sum(limit == LOAD for _, _, limit in failed)
     if loaded:
-        text += (f"; its load set the limit in {loaded} of {len(failed)}: a floor of the load, "
-                 "not a verdict on the system")
-    return text
+        text += (f"; in {loaded} of {len(failed)} its load's CPU was saturated (a floor of the load there), "
+                 f"in {len(failed) - loaded} neither side's" if loaded < len(failed)
+                 else "; its load's CPU was saturated in each (floors of the load, not a verdict on the system)")
+    lowest = min(rate for rate, _, _ in failed)
+    return text + f"; the search stopped there: no rate below {lowest:,.0f}/s was tried"

@@ -246,8 +246,9 @@ WINDOW_SLACK_S = 0.1
 MIN_WINDOW_SECONDS = 1
 WINDOW_TOO_SHORT = "window too short for the CPU split"
 #: a host row whose readings took longer than this measured part of the next second (the
-#: sampler thread starved on a saturated box): it and the row after it, whose interval starts
-#: at that late reading, are left out of the CPU split
+#: sampler thread starved on a saturated box, or its pass over every process of client and
+#: server took that long — a server of thousands of backends): it and the row after it, whose
+#: interval starts at that late reading, are left out of the CPU split
 SLOW_READ_S = 0.15
 SLOW_READS = "the CPU readings came late"
 NO_WINDOW = ("measured window not known: the load did not report when its measured phases ran, "
@@ -301,8 +302,9 @@ def window_verdict(frame: Any, window_t_s: tuple[float, float] | None, client_wo
     window = {"window_t_s": [round(start, 3), round(end, 3)], "window_seconds": seconds}
     if seconds < MIN_WINDOW_SECONDS and _late_inside(frame, window_t_s):
         return _no_split(f"{SLOW_READS}: every whole sampler second inside the measured window ({start:.2f}-{end:.2f} s) "
-                         f"was read over {SLOW_READ_S} s late or after a late reading (the sampler starved on a "
-                         f"saturated box), so no CPU split is drawn from misplaced seconds", window, server_cores)
+                         f"was read over {SLOW_READ_S} s late or after a late reading (the sampler's pass over every "
+                         f"process took that long: a saturated box, or a server of thousands of processes), so no "
+                         f"CPU split is drawn from misplaced seconds", window, server_cores)
     if seconds < MIN_WINDOW_SECONDS:
         return _no_split(f"{WINDOW_TOO_SHORT}: {seconds} whole sampler seconds inside the measured window "
                          f"({start:.2f}-{end:.2f} s on the samplers' clock), {MIN_WINDOW_SECONDS} needed; "

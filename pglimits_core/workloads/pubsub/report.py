@@ -72,9 +72,14 @@ CAPTIONS = {
                             "NOTIFY costs is notify_in_txn against txn_without_notify (both with the writers on the load's CPU: "
                             "where that CPU saturated, ᶜ, the rates are the writers' floors). NOTIFY's commit lock would cap notifying commits "
                             "near one per WAL flush; the rates here stay below that, so the lock is not shown to bind",
-    "idle_listeners": ("Flat-out publishing with idle listeners on other channels; server_pss_mib: the server's "
-                       "memory (PSS, all its processes) once they are connected, before the load; "
-                       "pss_per_listener_kib: that against no listeners, per listener"),
+    "idle_listeners": ("Flat-out publishing (one Python publisher, one subscriber, 5-s windows) with idle listeners "
+                       "on other channels — in PostgreSQL 16 every NOTIFY signals every listening backend of the "
+                       "database, whatever its channel; where the publisher is the limit (client_bound; Redis "
+                       "throughout) the rate is its round-trip floor, not the server's. deliveries_per_run: a window "
+                       "under 100 holds no p99 (—), its median and slowest are shown; server_pss_mib: the server's "
+                       "memory (PSS, all its processes) once the listeners are connected, before the load (page "
+                       "tables, kernel stacks and socket buffers are not in PSS: for Postgres's one backend per "
+                       "listener a lower bound); pss_per_listener_kib: that against no listeners, per listener"),
     "stuck_subscriber": "A stuck subscriber (subscriber 0 stops reading; Postgres: inside an open transaction). "
                         "queue_full_in_s_extrapolated: when the Postgres notification queue would be full at the "
                         "growth measured during the stall (a straight-line extrapolation, not observed). stall_s 0 is the control: the "
@@ -135,15 +140,17 @@ def idle_chart(table: pd.DataFrame) -> plt.Figure:
         group = group.sort_values("idle_listeners")
         x = group.idle_listeners.map(position)
         style = {"color": colour_for(variant), "linestyle": line_style_for(variant, table.variant), "label": variant}
-        left.plot(x, group.published_per_s, marker=MARKERS[0], **style)
+        spread = [group.published_per_s - group.published_per_s_min, group.published_per_s_max - group.published_per_s] \
+            if "published_per_s_min" in group else None  # the runs' range (older tables have none)
+        left.errorbar(x, group.published_per_s, yerr=spread, marker=MARKERS[0], capsize=3, **style)
         memory = pd.to_numeric(group.server_pss_mib, errors="coerce")
         if memory.notna().any():
             right.plot(x[memory.notna()], memory.dropna(), marker=MARKERS[1], **style)
     for ax in (left, right):
         ax.set_xticks(range(len(counts)), [f"{n:,.0f}" for n in counts])
         ax.set_xlabel("idle listeners on other channels")
-    left.set(ylabel="published messages/s (median of the runs)", yscale="log",
-             title="One publisher flat out, one subscriber")
+    left.set(ylabel="published messages/s (median, runs' range)", yscale="log",
+             title="One Python publisher flat out, one subscriber")
     right.set(ylabel="server PSS, all processes (MiB)", yscale="log",  # Redis's MiB beside Postgres's GiB
               title="Server memory once the listeners are connected")
     left.grid(alpha=0.3)
@@ -185,9 +192,15 @@ def headline(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
                      "deliveries/s": f"{row.deliveries_per_s_range}{mark}" + (BACKLOG if _behind(row) else ""),
                      "server CPU µs / delivery": "" if pd.isna(row.server_cpu_ms_per_1k) else f"{row.server_cpu_ms_per_1k:.1f}",
                      "delivery p99 ms": row.delivery_p99_range_ms + (" ˡ" if row.lag_dominated else ""),
-                     "publisher lag p99 ms": lag, "delivered/expected": f"{row.delivered}/{row.expected}",
+                     "publisher lag p99 ms": lag, "delivered/expected": _count_pair(row.delivered, row.expected),
                      "runs": runs})
     return pd.DataFrame(rows)
+
+
+def _count_pair(delivered, expected) -> str:
+    """"148,400/148,400"; "—" where a count was not recorded (a publisher that sent nothing)."""
+    counts = [None if v is None or pd.isna(v) else f"{int(v):,}" for v in (delivered, expected)]
+    return "—" if None in counts else "/".join(counts)
 
 
 #: after a row's deliveries/s: its subscribers were still receiving after the window (a word, not

@@ -273,7 +273,12 @@ def idle_table(frame: pd.DataFrame) -> pd.DataFrame:
     table = (pubs.groupby(["variant", "idle_listeners"], sort=True)
              .agg(runs=("run_id", "size"), published_per_s=("published_per_s", "median"),
                   published_per_s_range=("published_per_s", lambda v: _spread(v, 0)),
-                  deliveries_per_s=("deliveries_per_s", "median"), delivery_p99_ms=("delivery_p99", "median"),
+                  published_per_s_min=("published_per_s", "min"), published_per_s_max=("published_per_s", "max"),
+                  deliveries_per_s=("deliveries_per_s", "median"),
+                  # a window of a few messages a second holds too few for a p99 (it needs 100): the
+                  # count, median and slowest say what it does hold
+                  deliveries_per_run=("delivery_count", "median"), delivery_p50_ms=("delivery_p50", "median"),
+                  delivery_max_ms=("delivery_max", "max"), delivery_p99_ms=("delivery_p99", "median"),
                   publish_service_p99_ms=("service_time_p99_ms", "median"), lost=("lost", "sum"),
                   server_pss_mib=("server_pss_mib", "median"), client_bound=("client_bound", _any))
              .reset_index())

@@ -408,16 +408,17 @@ def test_a_peer_that_held_nothing_is_still_the_pair_and_the_cell_says_what_it_tr
     target = next(c for c in capacity_cells(table) if "10 ms" in c.target)
     assert target.dedicated.system == "redis_reliable appendfsync=always batch=10 pipeline=10"
     assert target.postgres is None  # the batch-10 pair, not the batch-1 one it used to fall back to
-    assert ("Postgres: no design held the target (pg_skiplocked batch=10's 30-s windows failed at 3,500 and "
-            "2,975/s (its short probes held up to 3,500/s))") in target.missing
+    assert ("Postgres: no design held the target (pg_skiplocked batch=10's 30-s window sets failed at 3,500 and "
+            "2,975/s (its short probes held up to 3,500/s); the search stopped there: no rate below 2,975/s was "
+            "tried)") in target.missing
 
 
-def test_steady_windows_its_load_failed_are_named_a_floor_of_the_load():
+def test_steady_windows_its_load_failed_are_named_floors_of_the_load_and_the_others_neither_side_s():
     loaded = {**capacity_row("redis_reliable batch=1", None, None, side="dedicated", klass="none"), "confirm_s": 30.0,
               "confirm_failed": [(24000.0, 19.4, LOAD), (20400.0, 10.8, "neither")], "probe_held_max_per_s": 16000.0}
     table = pd.DataFrame([capacity_row("pg_skiplocked batch=1 persistence=unlogged", None, None, klass="none"), loaded])
     target = next(c for c in capacity_cells(table) if "10 ms" in c.target)
-    assert "its load set the limit in 1 of 2: a floor of the load, not a verdict on the system" in target.missing
+    assert "in 1 of 2 its load's CPU was saturated (a floor of the load there), in 1 neither side's" in target.missing
 
 
 def test_a_capacity_cells_words_name_brackets_not_runs():

@@ -26,8 +26,23 @@ def test_counts_are_labelled_ticks_both_axes_log_and_each_system_its_colour():
             assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "100", "1,000", "2,000"]
             assert ax.get_yscale() == "log"
             assert {matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()} == {POSTGRES, REDIS}
-        postgres = next(line for line in left.get_lines() if matplotlib.colors.to_hex(line.get_color()) == POSTGRES)
+        postgres = next(line for line in left.get_lines()
+                        if matplotlib.colors.to_hex(line.get_color()) == POSTGRES and line.get_marker() == "o")
         assert list(postgres.get_xdata()) == [0, 1, 2, 3] and list(postgres.get_ydata()) == [4532, 415, 34, 14]
+    finally:
+        plt.close(fig)
+
+
+def test_the_runs_range_is_drawn_as_whiskers():
+    table = pd.DataFrame(ROWS, columns=["variant", "idle_listeners", "published_per_s", "server_pss_mib"])
+    table["published_per_s_min"], table["published_per_s_max"] = table.published_per_s * 0.5, table.published_per_s * 2
+    fig = idle_chart(table)
+    try:
+        left = fig.axes[0]
+        whiskers = [c for c in left.containers if c.has_yerr]
+        assert len(whiskers) == 2  # one per system
+        segments = whiskers[0].lines[2][0].get_segments()
+        assert [tuple(seg[:, 1]) for seg in segments][0] == (4532 * 0.5, 4532 * 2)
     finally:
         plt.close(fig)
 
@@ -37,6 +52,6 @@ def test_a_table_without_memory_readings_draws_no_memory_line():
     table["server_pss_mib"] = None
     fig = idle_chart(table)
     try:
-        assert len(fig.axes[0].get_lines()) == 2 and not fig.axes[1].get_lines()
+        assert not fig.axes[1].get_lines()
     finally:
         plt.close(fig)
