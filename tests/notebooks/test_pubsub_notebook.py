@@ -32,8 +32,9 @@ def test_pubsub_notebook_runs_end_to_end(pubsub_notebook: ExecutedNotebook):
     fanout = (tables / "pubsub-fanout.md").read_text()
     assert fanout.count("pg_notify batch=1") == 2 and fanout.count("redis_publish batch=1") == 2, fanout
     assert "payload string too long" in (tables / "pubsub-payload_limit.md").read_text()
-    assert {"pubsub-fanout.png", "pubsub-commit-serialization.png"} <= {p.name for p in figures.iterdir()}
+    assert {"pubsub-fanout.png", "pubsub-commit-serialization.png", "pubsub-idle-listeners.png"} \
+        <= {p.name for p in figures.iterdir()}
     executed = json.loads(pubsub_notebook.executed.read_text())
     images = [out for cell in executed["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
-    assert len(images) == 2, f"{len(images)} figures in the executed notebook"
+    assert len(images) == 3, f"{len(images)} figures in the executed notebook"  # fan-out, commits, idle listeners
     assert pubsub_notebook.leaked == []

@@ -21,7 +21,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.notebook]
 def test_search_notebook_runs_end_to_end(search_notebook: ExecutedNotebook):
     runs, figures, tables = search_notebook.runs, search_notebook.figures, search_notebook.tables
     manifests = [json.loads((p / "manifest.json").read_text()) for p in finished_runs(runs)]
-    assert {m["params"]["experiment"] for m in manifests} == {"load", "correctness", "throughput", "crossover", "latency"}
+    assert {m["params"]["experiment"] for m in manifests} == {"load", "correctness", "throughput", "crossover", "latency",
+                                                               "writes"}
     assert all(m["status"] == "complete" for m in manifests), [m["error"] for m in manifests]
     assert all(m["params"]["outcome"]["disagreed"] == 0 for m in manifests if m["params"]["experiment"] == "correctness")
     validate = subprocess.run([sys.executable, "-m", "pglimits_core.record.validate", str(runs)],
