@@ -130,11 +130,14 @@ def workloads() -> list[Workload]:
     return [workload(name) for name in _entries()]
 
 
-def with_capacity(capacity: Callable[[Any], list[Any]], others: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+def with_capacity(capacity: Callable[[Any], list[Any]], others: Callable[..., list[Any]],
+                  *always: Callable[[Any], list[Any]]) -> Callable[..., list[Any]]:
     """A workload's matrix cells: its capacity cells (the headline: capacity at each target and
     the ceilings, from steady windows) where its records have them; only without them, the cells
     of its older sweeps (short windows: indicative, never decided). The sweeps' tables stay, with
-    their curves; a cell they would add beside the capacity cells could decide nothing."""
+    their curves; a cell they would add beside the capacity cells could decide nothing. Then the
+    cells of ``always``, which answer other questions (a filtered search's recall, a footprint)."""
     def decisions(tables: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        return capacity(tables) or others(tables, *args, **kwargs)
+        headline = capacity(tables) or others(tables, *args, **kwargs)
+        return headline + [cell for extra in always for cell in extra(tables)]
     return decisions

@@ -27,21 +27,26 @@ SCOREBOARD_LINK = "figures/decision-scoreboard.png"
 SEED_LINK = "figures/seed-scoreboard.png"
 SEED_ALT = ("each headline claim of the source studies beside our ratio, coloured agree / same direction, "
             "different size / differ / not decided here")
-# matrix column -> the brief table's heading
-BRIEF = {"scale": "where", "target": "target", "verdict": "verdict", "postgres_figure": "Postgres",
-         "dedicated_figure": "dedicated", "server_cpu": "server µs/op (Postgres / dedicated; shown, never deciding)",
-         "margin": "margin", "class": "class"}
+# matrix column -> the brief table's heading: five columns that fit a README's width; the
+# designs' spreads, server CPU per operation and the deciding class are in the full matrix
+BRIEF = {"scale": "where", "target": "target", "postgres_figure": "Postgres", "dedicated_figure": "dedicated",
+         "verdict": "verdict"}
+#: every capacity target's windows, said once under the tables instead of in every row
+HELD = " (held over 30-s windows)"
 
 
 def brief_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One workload's cells as the brief columns; the design names go into the figures."""
+    """One workload's cells as the brief columns: the design names go into the figures, the
+    verdict is the matrix's shortened to who is ahead and by how much (``headline.short_verdict``)."""
+    from pglimits_core.analysis.headline import short_verdict
+
     shown = cells.copy()
     shown["postgres_figure"] = _named(shown["postgres"], shown["postgres_figure"])
     shown["dedicated_figure"] = _named(shown["dedicated"], shown["dedicated_figure"])
-    # server CPU per operation, shown beside each cell: context only, the rule decides on rate
-    shown["server_cpu"] = [f"{pg} / {dedicated}" if "—" not in (pg, dedicated) else "—" for pg, dedicated in
-                           zip(shown["postgres_server_cpu_us_per_op"], shown["dedicated_server_cpu_us_per_op"],
-                               strict=True)]
+    shown["scale"] = shown["scale"].astype(str).str.removeprefix("capacity, ")
+    shown["target"] = shown["target"].astype(str).str.replace(HELD, "", regex=False)
+    shown["verdict"] = [short_verdict(verdict, margin) for verdict, margin in zip(shown["verdict"], shown["margin"],
+                                                                                  strict=True)]
     return shown[list(BRIEF)].rename(columns=BRIEF)
 
 
@@ -66,13 +71,15 @@ def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None, exte
         parts += [f"![{SEED_ALT}]({SEED_LINK})", count_sentence(seeds)]
     parts.append("")
     for (workload, machine), cells in table.groupby(["workload", "machine"], sort=False):
-        parts += [f"**{workload}** (measured on `{machine}`)", "", brief_table(cells.head(BRIEF_ROWS)).to_markdown(index=False)]
-        if len(cells) > BRIEF_ROWS:
-            parts.append(f"\n{len(cells) - BRIEF_ROWS} more {workload} cells, in the order the matrix gives them: "
-                         f"[`{MATRIX_LINK}`]({MATRIX_LINK}).")
-        parts.append("")
+        more = (f"; {len(cells) - BRIEF_ROWS} more {workload} cells, in the order the matrix gives them: "
+                f"[`{MATRIX_LINK}`]({MATRIX_LINK})") if len(cells) > BRIEF_ROWS else ""
+        parts += [f"**{workload}** (measured on `{machine}`{more})", "",
+                  brief_table(cells.head(BRIEF_ROWS)).to_markdown(index=False), ""]
     with_extensions = f" {extensions} Each such cell: [`{EXTENSIONS_LINK}`]({EXTENSIONS_LINK})." if extensions else ""
-    parts.append(f"Every cell with both sides' spreads, server CPU per operation and the table behind it: "
+    parts.append("A target's rate held over three steady 30-s windows. \"dedicated ×r\": the dedicated system ahead, "
+                 "its figure ×r Postgres's and its lowest reading above the other's highest by ×1.25 (\"≥\": a floor, "
+                 "where its load generator was the limit); \"not decided\": the matrix says why. "
+                 f"Every cell with its full verdict, both sides' spreads, server CPU per operation and the table behind it: "
                  f"[`{MATRIX_LINK}`]({MATRIX_LINK}); how a cell is decided: "
                  f"[docs/METHODOLOGY.md](docs/METHODOLOGY.md#how-a-cell-is-decided).{with_extensions}")
     return "\n".join(parts)

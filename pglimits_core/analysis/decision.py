@@ -76,6 +76,10 @@ class Cell:
     #: a quality figure beside each side's speed (Postgres's, the dedicated system's; "" where not
     #: measured), e.g. the search's top-10 agreement with exact BM25: shown, never deciding
     quality: tuple[str, str] | None = None
+    #: a size, not a rate (``experiments.footprint_cells``): read once per system, so neither a
+    #: window's length nor the rate rule applies; ``margin_text`` is its margin as shown
+    by_size: bool = False
+    margin_text: str = ""
     machine: str = ""
     path: str = ""
 
@@ -97,7 +101,7 @@ def words(cell: Cell) -> str:
     windows shorter than ``STEADY_WINDOW_S`` is shown as indicative only, never as a decision."""
     said = rule_words(cell)
     steady = cell.window_s is not None and cell.window_s >= STEADY_WINDOW_S
-    if steady or cell.by_recall or said.startswith(NOT_DECIDED):
+    if steady or cell.by_recall or cell.by_size or said.startswith(NOT_DECIDED):
         return said
     window = ("a sweep's short windows (2–4 s in the committed profiles)" if cell.window_s is None
               else f"{cell.window_s:g}-s windows")
@@ -182,6 +186,8 @@ def _both_meet(runs: tuple[TargetRuns, TargetRuns] | None, dedicated_name: str) 
 def margin(cell: Cell) -> str:
     """The deciding ratio, as "<who> ×r" (r ≥ 1), and what it is a ratio of; a floor's decision
     reads "≥": its worst run over the other's best, and the floor's true rate may be higher."""
+    if cell.by_size:
+        return cell.margin_text or "—"
     if cell.outcome:  # decided on meeting the target: the figures say k of n runs, no ratio decided it
         if cell.outcome.startswith(NOT_DECIDED):
             return "—"
@@ -271,6 +277,8 @@ def _klass(cell: Cell, verdict: Verdict | None) -> str:
     if cell.outcome:
         if cell.outcome.startswith(NOT_DECIDED):
             return "—"
+        if cell.by_size:
+            return "the smaller footprint (one reading each)"
         return "reaching the recall target" if cell.by_recall else "meeting the target (k of n runs)"
     return verdict.klass if verdict else "—"
 

@@ -180,8 +180,9 @@ def time_block(profile: str, host: str | None = None) -> str:
 
 
 def update_all(profile: str, host: str | None = None) -> None:
-    """docs/RESULTS.md's block, the full decision matrix, README.md's answer and the committed report."""
-    from pglimits_core.analysis import answer, extensions
+    """docs/RESULTS.md's block, the full decision matrix, README.md's headline lines and answer and
+    the committed report."""
+    from pglimits_core.analysis import answer, extensions, headline
     from pglimits_core.analysis.decision import committed_cells, matrix_table, write_matrix
     from pglimits_core.analysis.report import write_committed_reports
     from pglimits_core.analysis.scoreboard import write_scoreboard
@@ -195,6 +196,7 @@ def update_all(profile: str, host: str | None = None) -> None:
     machines = ", ".join(sorted(set(matrix.machine))) if not matrix.empty else ""
     write_scoreboard(matrix, figures_dir(), stamp=f"profile {profile}; records from {machines}")
     write_seed_scoreboard(profile, figures_dir(), host)
+    update_readme(headline.headline_block(matrix), PROJECT_ROOT / "README.md", headline.START, headline.END)
     update_readme(answer.answer_block(profile), PROJECT_ROOT / "README.md", answer.START, answer.END)
     update_readme(time_block(profile, host), USAGE_DOC, TIME_START, TIME_END)
     write_committed_reports(profile, host)

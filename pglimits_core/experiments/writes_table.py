@@ -112,6 +112,7 @@ def _cleanup_row(run: pd.DataFrame | None, quality_key: str) -> dict[str, Any]:
     after = (outcome.get("state") or {}).get("after_cleanup") or {}
     row["dead_versions_after_cleanup"] = after.get("dead_versions")
     row["index_mib_after_cleanup"] = _mib(after.get("index_bytes"))
+    row["server_pss_mib_after_cleanup"] = _mib(after.get("server_pss_bytes"))  # after the point's queries: warm
     return row
 
 

@@ -11,6 +11,8 @@ import pandas as pd
 from pglimits_core.plotting.figures import colour_for, finish, line_style_for
 
 WRITING_SHADE = "#f2d7a6"
+#: the quality chart's three moments: before, after the writes, after the cleanup
+HATCHES = ("", "//", "..")
 
 
 CLEANUP_SHADE = "#cfe2f3"
@@ -47,14 +49,18 @@ def timeline_chart(timeline: pd.DataFrame, what: str = "query p99 from the inten
 def _shade(ax, rows: pd.DataFrame) -> None:
     """The planned windows, as the records' params give them (not the seconds queries completed in)."""
     first = rows.iloc[0]
-    ax.axvspan(first.writing_from, first.writing_to, color=WRITING_SHADE, alpha=0.6, label="writers running")
+    # gid "annotation": a shaded window is an event, not a system's bar
+    ax.axvspan(first.writing_from, first.writing_to, color=WRITING_SHADE, alpha=0.6, label="writers running",
+               gid="annotation")
     if pd.notna(first.get("cleanup_from")) and (rows.get("stage") == "cleanup").any():
-        ax.axvspan(first.cleanup_from, first.cleanup_to, color=CLEANUP_SHADE, alpha=0.6, label="cleanup run")
+        ax.axvspan(first.cleanup_from, first.cleanup_to, color=CLEANUP_SHADE, alpha=0.6, label="cleanup run",
+                   gid="annotation")
 
 
 def quality_chart(table: pd.DataFrame, key: str, label: str) -> plt.Figure:
     """Grouped bars per (variant, write rate): ``key`` before, right after the writes, after the
-    cleanup (median over repetitions; the runs' range as a whisker)."""
+    cleanup (median over repetitions; the runs' range as a whisker), each system in its engine
+    colour, the three moments told apart by hatching."""
     moments = (("before", "before the writes"), ("after_writes", "end of the writes run"), ("after_cleanup", "after the cleanup"))
     groups = list(table.groupby(["variant", "write_pct_per_min"], sort=True))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(groups)), 3.8))
@@ -65,8 +71,8 @@ def quality_chart(table: pd.DataFrame, key: str, label: str) -> plt.Figure:
         middle = np.array([v.median() for v in values])
         low, high = np.array([v.min() for v in values]), np.array([v.max() for v in values])
         x = np.arange(len(groups)) + (offset - 1) * width
-        ax.bar(x, middle, width, color=plt.cm.Greys(0.35 + 0.25 * offset), edgecolor="black", linewidth=0.5,
-               label=words, yerr=[middle - low, high - middle], capsize=2)
+        ax.bar(x, middle, width, color=[colour_for(variant) for (variant, _), _ in groups], edgecolor="black",
+               linewidth=0.5, hatch=HATCHES[offset], label=words, yerr=[middle - low, high - middle], capsize=2)
     ax.set_xticks(np.arange(len(groups)), [f"{variant}\n{rate:g} %/min" for (variant, rate), _ in groups])
     ax.set(ylabel=label, ylim=(0.0, 1.05))  # from 0: a clipped axis makes a 0.01 difference look large
     finish(ax)

@@ -11,6 +11,7 @@ from pglimits_core.registry import Chart, Workload, with_capacity
 from pglimits_core.workloads.search import charts as search_figures
 from pglimits_core.workloads.search.capacity import capacity_decisions
 from pglimits_core.workloads.search.decision import decisions, extension_decisions
+from pglimits_core.workloads.search.footprint import footprint_decisions
 from pglimits_core.workloads.search.plan import plan, prepare, server_options
 from pglimits_core.workloads.search.profile import SearchProfile
 from pglimits_core.workloads.search.report import (
@@ -48,6 +49,6 @@ WORKLOAD = Workload(
     prepare=prepare,
     server_options=server_options,
     require_servers=True,
-    decisions=with_capacity(capacity_decisions, decisions),
+    decisions=with_capacity(capacity_decisions, decisions, footprint_decisions),
     extension_decisions=extension_decisions,
 )

@@ -29,7 +29,13 @@ def server_of(variant: str) -> str:
 
 def extension_decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
     """The cells with PostgreSQL 17's indexes (pgvector 0.8, DiskANN) among Postgres's side."""
-    return decisions(tables, postgres_servers=("postgres", "postgres_ext"))
+    extended = ("postgres", "postgres_ext")
+    return decisions(tables, postgres_servers=extended) + filtered_cells(tables, server_of, extended)
+
+
+def filtered_decisions(tables: dict[str, pd.DataFrame]) -> list[Cell]:
+    """The filtered-search cells, PostgreSQL 16's pgvector against Qdrant."""
+    return filtered_cells(tables, server_of, ("postgres",))
 
 
 def decisions(tables: dict[str, pd.DataFrame], postgres_servers: tuple[str, ...] = ("postgres",)) -> list[Cell]:
@@ -50,7 +56,7 @@ def decisions(tables: dict[str, pd.DataFrame], postgres_servers: tuple[str, ...]
                           postgres_meets=pg is not None,
                           missing="no Postgres index reached the recall" if pg is None
                           else "no Qdrant index reached the recall"))
-    return cells + filtered_cells(tables, server_of, postgres_servers)
+    return cells
 
 
 def _fastest(rows: pd.DataFrame) -> pd.Series | None:

@@ -7,7 +7,12 @@ from pglimits_core.plotting.capacity import capacity_chart
 from pglimits_core.plotting.writes import timeline_chart
 from pglimits_core.registry import Chart, Workload, with_capacity
 from pglimits_core.workloads.vectors.capacity import capacity_decisions
-from pglimits_core.workloads.vectors.decision import decisions, extension_decisions
+from pglimits_core.workloads.vectors.decision import (
+    decisions,
+    extension_decisions,
+    filtered_decisions,
+)
+from pglimits_core.workloads.vectors.footprint import footprint_decisions
 from pglimits_core.workloads.vectors.plan import plan
 from pglimits_core.workloads.vectors.profile import VectorsProfile
 from pglimits_core.workloads.vectors.report import (
@@ -48,6 +53,6 @@ WORKLOAD = Workload(
     capacity_unit="queries/s",
     seed_comparison=seed_comparison,
     seed_notes=SEED_NOTES,
-    decisions=with_capacity(capacity_decisions, decisions),
+    decisions=with_capacity(capacity_decisions, decisions, filtered_decisions, footprint_decisions),
     extension_decisions=extension_decisions,
 )

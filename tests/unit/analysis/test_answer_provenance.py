@@ -81,5 +81,6 @@ def test_the_brief_shows_a_workload_s_first_cells_and_counts_the_rest():
     matrix = pd.DataFrame([{**row, "scale": f"cell {i}"} for i in range(BRIEF_ROWS + 3)])
     text = answer_markdown(matrix)
     assert f"cell {BRIEF_ROWS - 1} " in text and f"cell {BRIEF_ROWS} " not in text
-    assert f"3 more interference cells, in the order the matrix gives them: [`{MATRIX_LINK}`]" in text
+    assert f"**interference** (measured on `box-a`; 3 more interference cells, in the order the matrix gives them: " \
+           f"[`{MATRIX_LINK}`]({MATRIX_LINK}))" in text
     assert "more queue cells" not in answer_markdown(matrix.assign(workload="queue").head(BRIEF_ROWS))

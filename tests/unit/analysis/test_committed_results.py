@@ -48,6 +48,15 @@ def test_readme_answer_is_exactly_the_decision_matrix_the_committed_records_give
         "README's answer is stale: make results (or python -m pglimits_core.analysis.readme_results)")
 
 
+def test_readme_first_screen_lines_are_what_the_committed_matrix_gives():
+    from pglimits_core.analysis import headline
+
+    block = headline.committed_headline("full")
+    assert block in (PROJECT_ROOT / "README.md").read_text(), (
+        "README's headline lines are stale: make results (or python -m pglimits_core.analysis.readme_results)")
+    assert block.count("\n- **") >= 4  # queue, search, pub/sub, vectors
+
+
 def test_readme_stays_short_enough_to_read_at_a_glance():
     assert len((PROJECT_ROOT / "README.md").read_text().splitlines()) <= 150
 

@@ -306,3 +306,16 @@ def test_capacity_cells_replace_the_sweeps_cells_and_only_without_them_the_sweep
     capacity = [Cell("queue", "capacity, durability per_commit", "p99 ≤ 10 ms", None, None, "capacity")]
     assert with_capacity(lambda tables: capacity, lambda tables: sweep)({}) == capacity
     assert with_capacity(lambda tables: [], lambda tables: sweep)({}) == sweep
+
+
+def test_cells_answering_other_questions_follow_either_headline():
+    """The filtered search's and the footprint's cells stand beside the capacity cells and beside
+    the sweeps' alike (the capacity cells once hid the filtered ones)."""
+    from pglimits_core.registry import with_capacity
+
+    sweep = [Cell("vectors", "1 client", "recall ≥ 0.90", None, None, "matched")]
+    capacity = [Cell("vectors", "capacity", "p99 ≤ 10 ms", None, None, "capacity")]
+    filtered = [Cell("vectors", "filtered search, 1 %", "recall ≥ 0.90", None, None, "filtered")]
+    both = with_capacity(lambda tables: capacity, lambda tables: sweep, lambda tables: filtered)
+    assert both({}) == capacity + filtered
+    assert with_capacity(lambda tables: [], lambda tables: sweep, lambda tables: filtered)({}) == sweep + filtered
