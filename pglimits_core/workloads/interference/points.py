@@ -255,7 +255,10 @@ SUSTAINED_SHARE = 0.95
 
 
 def churn_rates(offered: float, achieved: float, **extra: Any) -> dict[str, Any]:
-    """Offered vs completed jobs/s and whether the window sustained the offered rate."""
+    """Offered vs completed jobs/s and whether the window sustained the offered rate. The offered
+    rate is rounded as the achieved one: a batched churn's (its transactions/s × jobs a
+    transaction) must read as the same rate as the plain churn's, not 459.20000000000005."""
+    offered = None if offered is None else round(offered, 2)
     return {"offered_per_s": offered, "jobs_per_s": round(achieved, 2),
             "sustained": None if not offered else bool(achieved >= SUSTAINED_SHARE * offered), **extra}
 
