@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 import typer
@@ -26,8 +27,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                        "notebook, figures and the report), `make study PROFILE=full ONLY=queue`, or "
                        "`python run_all.py --profile full --only queue [--resume]`. Read the results: "
                        "README.md, docs/RESULTS.md and the report, data/results/<machine>/<profile>/report.html "
-                       "(`make results` rebuilds them from the committed records). The commands below manage "
-                       "the servers, datasets and benchmarks one at a time.")
+                       "(`pglimits results open`; `make results` exports a sitting and rebuilds them from the "
+                       "committed records: `pglimits results`). The commands below manage the servers, "
+                       "datasets, benchmarks and results one at a time.")
 servers_app = typer.Typer(no_args_is_help=True, help="Start, inspect and stop the real servers.")
 app.add_typer(servers_app, name="servers")
 console = Console()
@@ -262,6 +264,68 @@ def datasets_verify(profile: str = typer.Option("quick", help=f"the profile whos
         raise PGLimitsError(f"datasets of profile {profile}: {'; '.join(problems)}",
                             f"{remove}pglimits datasets build --profile {profile}")
     console.print(f"datasets of profile {profile}: every file matches its manifest")
+
+
+results_app = typer.Typer(no_args_is_help=True, help="The committed results: export a sitting, rebuild, open the report.")
+app.add_typer(results_app, name="results")
+RESULTS_PROFILE = typer.Option("full", help="the profile whose committed results (data/results/<machine>/<profile>/)")
+RESULTS_HOST = typer.Option(None, help="a machine id under data/results/ (default: each workload's own)")
+
+
+@results_app.command("export")
+def results_export(
+    profile: str = RESULTS_PROFILE,
+    only: list[str] = typer.Option([], help="replace only this study's records and notebook (repeatable)"),
+    runs: Path = typer.Option(None, help="run records to export (default data/runs/<profile>)"),
+    executed: Path = typer.Option(None, help="executed notebooks to export (default data/executed/<profile>)"),
+) -> None:
+    """After `make study PROFILE=full`: copy its run summaries and executed notebooks into
+    data/results/<this machine>/<profile>/, then rebuild everything generated from them."""
+    from pglimits_core.analysis import publish
+
+    for line in publish.export(profile, only, runs, executed):
+        console.print(line, soft_wrap=True)
+    _print_reports(publish.publish(profile))
+
+
+@results_app.command("build")
+def results_build(profile: str = RESULTS_PROFILE, host: str = RESULTS_HOST) -> None:
+    """Regenerate every table, figure, the decision matrix, README.md's and docs/'s generated
+    blocks and the report from the committed records (a fresh clone gets no diff)."""
+    from pglimits_core.analysis import publish
+
+    _print_reports(publish.publish(profile, host))
+
+
+@results_app.command("figures")
+def results_figures(profile: str = RESULTS_PROFILE, host: str = RESULTS_HOST) -> None:
+    """Regenerate each workload's committed tables and figures only (README.md and docs/ untouched)."""
+    from pglimits_core.analysis import publish
+
+    publish.tables_and_figures(profile, host)
+    console.print(f"tables and figures of profile {profile} regenerated from the committed records")
+
+
+@results_app.command("open")
+def results_open(profile: str = RESULTS_PROFILE, host: str = RESULTS_HOST) -> None:
+    """Open the committed report (one self-contained HTML page per machine) in a browser, or
+    print where it is when there is none to open it."""
+    import webbrowser
+
+    from pglimits_core.analysis import publish
+
+    reports = publish.report_paths(profile, host)
+    if not reports:
+        raise PGLimitsError(f"no committed {profile} report under data/results/",
+                            f"build it: pglimits results build --profile {profile}")
+    for report in reports:
+        opened = webbrowser.open(report.resolve().as_uri())
+        console.print(f"{'opened' if opened else 'no browser here; open'} {repo_relative(report)}", soft_wrap=True)
+
+
+def _print_reports(reports: list[Path]) -> None:
+    console.print("rebuilt from the committed records; report(s): "
+                  + ", ".join(repo_relative(path) for path in reports), soft_wrap=True)
 
 
 def main() -> None:

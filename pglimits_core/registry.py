@@ -41,6 +41,9 @@ class Chart:
     needs: str
     #: the table a notebook shows it under (default: the one it is drawn from)
     under: str = ""
+    #: what to see in it, in a sentence or two (the report's and docs/RESULTS.md's caption): the
+    #: reading, never a number — the numbers are the records'
+    caption: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,11 @@ def workload(name: str) -> Workload:
 def workloads() -> list[Workload]:
     """Every registered workload, in study order."""
     return [workload(name) for name in _entries()]
+
+
+def figure_captions() -> dict[str, str]:
+    """Every registered chart's caption, by figure name (the report and docs/RESULTS.md show it)."""
+    return {chart.name: chart.caption for w in workloads() for chart in w.charts if chart.caption}
 
 
 def with_capacity(capacity: Callable[[Any], list[Any]], others: Callable[..., list[Any]],

@@ -18,15 +18,13 @@ import pandas as pd
 
 from pglimits_core.analysis.decision import committed_cells, matrix_table
 from pglimits_core.analysis.seed_scoreboard import committed_comparison, count_sentence
-from pglimits_core.config import StudyPaths
+from pglimits_core.config import StudyPaths, repo_relative
 from pglimits_core.record.export import committed_hosts
 
 START, END = "<!-- answer:start -->", "<!-- answer:end -->"
 MATRIX_LINK = "data/results/decision-matrix.md"
 SCOREBOARD_LINK = "figures/decision-scoreboard.png"
 SEED_LINK = "figures/seed-scoreboard.png"
-SEED_ALT = ("each headline claim of the source studies beside our ratio, coloured agree / same direction, "
-            "different size / differ / not decided here")
 # matrix column -> the brief table's heading: five columns that fit a README's width; the
 # designs' spreads, server CPU per operation and the deciding class are in the full matrix
 BRIEF = {"scale": "where", "target": "target", "postgres_figure": "Postgres", "dedicated_figure": "dedicated",
@@ -60,20 +58,25 @@ EXTENSIONS_LINK = "data/results/decision-matrix-extensions.md"
 BRIEF_ROWS = 6
 
 
-def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None, extensions: str = "") -> str:
-    """The two scoreboards (the decision matrix; the source studies' claims, ``seeds`` being the
-    rows of the seed comparison, with a line counting them), then per workload (in study order)
-    the machine and its brief table, then the link to all."""
+def answer_markdown(table: pd.DataFrame, seeds: pd.DataFrame | None = None, extensions: str = "",
+                    notebooks: dict[tuple[str, str], str] | None = None) -> str:
+    """The decision scoreboard and a line counting the source studies' claims by agreement, linking
+    their picture (``seeds``: the rows of the seed comparison), then per workload (in study order)
+    the machine, the executed notebook its records came with (``notebooks``: by workload and
+    machine) and its brief table, then the link to all."""
     if table.empty:
         return "No workload has committed records yet: run `make study PROFILE=full`, then `make results`."
     parts = [f"![every cell of the decision matrix, coloured by its verdict]({SCOREBOARD_LINK})"]
     if seeds is not None and not seeds.empty:  # the figure is written only then (``seed_scoreboard``)
-        parts += [f"![{SEED_ALT}]({SEED_LINK})", count_sentence(seeds)]
+        # the claims' picture is a screen tall: the README links it, the report shows it
+        parts.append(f"{count_sentence(seeds)[:-1]} ([each claim, both ratios]({SEED_LINK})).")
     parts.append("")
     for (workload, machine), cells in table.groupby(["workload", "machine"], sort=False):
         more = (f"; {len(cells) - BRIEF_ROWS} more {workload} cells, in the order the matrix gives them: "
                 f"[`{MATRIX_LINK}`]({MATRIX_LINK})") if len(cells) > BRIEF_ROWS else ""
-        parts += [f"**{workload}** (measured on `{machine}`{more})", "",
+        notebook = (notebooks or {}).get((str(workload), str(machine)))
+        opened = f"; [its executed notebook]({notebook})" if notebook else ""
+        parts += [f"**{workload}** (measured on `{machine}`{opened}{more})", "",
                   brief_table(cells.head(BRIEF_ROWS)).to_markdown(index=False), ""]
     with_extensions = f" {extensions} Each such cell: [`{EXTENSIONS_LINK}`]({EXTENSIONS_LINK})." if extensions else ""
     parts.append("A target's rate held over three steady 30-s windows. \"dedicated ×r\": the dedicated system ahead, "
@@ -181,5 +184,16 @@ def answer_block(profile: str) -> str:
     seeds, _ = committed_comparison(profile)
     with_extensions = extensions.sentence(extensions.committed_comparison(profile))
     parts = [START, provenance_line(runs), "",
-             answer_markdown(matrix_table(committed_cells(profile)), seeds, with_extensions), END]
+             answer_markdown(matrix_table(committed_cells(profile)), seeds, with_extensions, notebook_links(profile)),
+             END]
     return "\n".join(part for part in parts if part is not None)
+
+
+def notebook_links(profile: str) -> dict[tuple[str, str], str]:
+    """Each committed executed notebook (``data/results/<machine>/<profile>/notebooks/NN-<w>.ipynb``,
+    the workload's tables with their charts as its sitting drew them), by workload and machine."""
+    found = {}
+    for host in committed_hosts(profile):
+        for path in sorted((StudyPaths.committed(profile, host).tables.parent / "notebooks").glob("*-*.ipynb")):
+            found[(path.stem.split("-", 1)[1], host)] = repo_relative(path)
+    return found

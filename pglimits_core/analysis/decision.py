@@ -17,13 +17,12 @@ the runs' overlap) and words it:
 Server CPU per operation is printed beside every cell that has it and never decides one. Every
 cell names the one machine its figures come from and the table file behind it.
 
-``python -m pglimits_core.analysis.decision --profile full`` writes
-``data/results/decision-matrix.md`` and ``.csv`` from the committed records and prints it.
+``pglimits results build`` writes ``data/results/decision-matrix.md`` and ``.csv`` from the
+committed records (``analysis.publish``).
 """
 
 from __future__ import annotations
 
-import argparse
 import posixpath
 import re
 from dataclasses import dataclass, replace
@@ -324,7 +323,7 @@ def committed_cells(profile: str, host: str | None = None, extensions: bool = Fa
     """Every workload's cells from its committed records, each from the one machine holding them
     (``analysis.readme_results`` picks the same machine per workload); with ``extensions``, the
     cells of the workloads that have Postgres extensions, with them on Postgres's side."""
-    from pglimits_core.analysis.outputs import build_outputs
+    from pglimits_core.analysis.outputs import tables_only
     from pglimits_core.config import StudyPaths
     from pglimits_core.record.export import committed_host, committed_hosts
     from pglimits_core.registry import workloads
@@ -336,7 +335,7 @@ def committed_cells(profile: str, host: str | None = None, extensions: bool = Fa
             continue
         machine = committed_host(profile, host, nearest=True, study=workload.name)
         paths = StudyPaths.committed(profile, machine)
-        outputs = build_outputs(workload, paths.runs)  # writes nothing: the committed tables stay
+        outputs = tables_only(workload, paths.runs)  # writes nothing: the committed tables stay
         if outputs.records:
             cells += workload_cells(workload, outputs.tables, machine, paths.tables, extensions)
     return cells
@@ -356,21 +355,3 @@ def write_matrix(table: pd.DataFrame, directory: Path) -> str:
 
 
 _EMPTY = Cell("", "", "", None, None, "")
-
-
-def main() -> None:
-    from pglimits_core.config import results_dir
-    from pglimits_core.errors import PGLimitsError
-
-    parser = argparse.ArgumentParser(description="write data/results/decision-matrix.md and .csv")
-    parser.add_argument("--profile", default="full")
-    parser.add_argument("--host", default=None, help="machine id under data/results/ (default: per workload)")
-    args = parser.parse_args()
-    try:
-        print(write_matrix(matrix_table(committed_cells(args.profile, args.host)), results_dir()))
-    except PGLimitsError as exc:
-        raise SystemExit(f"decision: error: {exc}") from None
-
-
-if __name__ == "__main__":
-    main()

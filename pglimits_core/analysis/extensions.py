@@ -60,7 +60,7 @@ def write(table: pd.DataFrame, directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     table.to_csv(directory / f"{NAME}.csv", index=False)
     text = (f"# The decision matrix with the Postgres extensions\n\nGenerated from the committed run records "
-            f"by `python -m pglimits_core.analysis.readme_results`: every cell of the workloads with "
+            f"by `pglimits results build`: every cell of the workloads with "
             f"PostgreSQL 17 extensions, judged by the same rule with them among Postgres's designs.\n\n"
             f"{sentence(table)}\n\n{table.to_markdown(index=False) if not table.empty else ''}\n")
     (directory / f"{NAME}.md").write_text(text)

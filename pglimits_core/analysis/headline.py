@@ -101,11 +101,17 @@ NAMES = {"redis": "Redis", "opensearch": "OpenSearch", "elasticsearch": "Elastic
          "sqlite": "SQLite"}
 
 
+#: the lines drawn (``analysis.capacity_figure``), under them on the README's first screen
+FIGURE = "![capacity at each p99 target, Postgres's bar beside the dedicated system's](figures/capacity-at-target.png)"
+
+
 def headline_block(matrix: pd.DataFrame) -> str:
-    """The README's block between its markers: the lines, or a sentence saying there are none yet."""
-    lines = headline_lines(matrix) or ["No capacity cell in the committed records yet: `make study PROFILE=full`, "
-                                       "then `make results`."]
-    return "\n".join([START, *lines, END])
+    """The README's block between its markers: the lines and their picture, or a sentence saying
+    there are none yet."""
+    lines = headline_lines(matrix)
+    if not lines:
+        lines = ["No capacity cell in the committed records yet: `make study PROFILE=full`, then `make results`."]
+    return "\n".join([START, *lines, *(["", FIGURE] if headline_lines(matrix) else []), END])
 
 
 def committed_headline(profile: str) -> str:

@@ -133,6 +133,14 @@ def written_figures(workload: Any, tables: dict[str, pd.DataFrame], records: lis
     return None
 
 
+def tables_only(workload: Any, runs_root: Path) -> Outputs:
+    """``workload``'s records, frame and tables, no chart drawn: what a decision cell, a
+    comparison or a generated line reads (drawing every chart was most of their time)."""
+    records = load_records(workload.name, runs_root)
+    frame = workload.frame(records)
+    return Outputs(workload, records, frame, workload.tables(frame))
+
+
 def build_outputs(workload: Any, runs_root: Path, figures_dir: Path | None = None,
                   tables_dir: Path | None = None, figure_formats: Sequence[str] | None = None,
                   reuse_figures: bool = False) -> Outputs:
@@ -161,26 +169,3 @@ def build_outputs(workload: Any, runs_root: Path, figures_dir: Path | None = Non
     if tables_dir is not None:
         write_tables(workload.name, tables, tables_dir)
     return outputs
-
-
-def regenerate(profile: str, host: str | None = None) -> None:
-    """Every workload's committed tables and figures, recomputed from its committed records
-    (what ``make results`` rewrites, without touching README.md)."""
-    from pglimits_core.analysis.readme_results import results_block
-
-    results_block(profile, host, write=True)
-
-
-if __name__ == "__main__":
-    import argparse
-
-    from pglimits_core.errors import PGLimitsError
-
-    parser = argparse.ArgumentParser(description="regenerate the committed tables and figures from the committed runs")
-    parser.add_argument("--profile", default="full")
-    parser.add_argument("--host", default=None, help="machine id under data/results/ (default: each workload's own)")
-    args = parser.parse_args()
-    try:
-        regenerate(args.profile, args.host)
-    except PGLimitsError as exc:
-        raise SystemExit(f"outputs: error: {exc}") from None

@@ -1,22 +1,20 @@
 """The generated parts of README.md and docs/RESULTS.md, from committed run records — never typed.
 
-``make study PROFILE=full`` runs the study; ``python -m pglimits_core.record.export --profile full``
-copies its runs into ``data/results/<host-id>/full/runs``; ``python -m
-pglimits_core.analysis.readme_results --profile full`` then rewrites the text between markers:
-in README.md the answer (``analysis.answer``: the decision matrix in brief), in docs/RESULTS.md
-the results block — per workload of the registry, the hardware line, its own headline lines
-(``Workload.readme_lines``), its figures, and links to the full tables and report — and the full
-decision matrix in ``data/results/``.
+``make study PROFILE=full`` runs the study; ``pglimits results export`` copies its runs into
+``data/results/<host-id>/full/runs`` and rewrites every generated file (``analysis.publish``).
+This module holds the text blocks and the rewriting between markers: docs/RESULTS.md's results
+block — per workload of the registry, the hardware line, its own headline lines
+(``Workload.readme_lines``), its figures, and links to the full tables and report — and
+docs/USAGE.md's table of where the committed study's time went.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 from collections import Counter
 from pathlib import Path
 
-from pglimits_core.analysis.outputs import build_outputs
+from pglimits_core.analysis.outputs import build_outputs, drawn_charts, tables_only
 from pglimits_core.config import PROJECT_ROOT, StudyPaths, repo_relative
 from pglimits_core.errors import PGLimitsError
 from pglimits_core.experiments.capacity_summary import capacity_lines
@@ -98,10 +96,10 @@ def results_block(profile: str, host: str | None = None, write: bool = True,
     ``write`` also regenerates the committed tables and figures the block links."""
     if host and not StudyPaths.committed(profile, host).runs.is_dir():
         raise PGLimitsError(f"no committed runs in {StudyPaths.committed(profile, host).runs}",
-                            f"export them: python -m pglimits_core.record.export --profile {profile}")
+                            f"export them: pglimits results export --profile {profile}")
     if not committed_hosts(profile):
         raise PGLimitsError(f"no committed runs for profile {profile!r} under data/results/",
-                            f"export them: python -m pglimits_core.record.export --profile {profile}")
+                            f"export them: pglimits results export --profile {profile}")
     lines = [START]
     for workload in workloads():
         if workload.readme_lines is None or not committed_hosts(profile, workload.name):
@@ -114,9 +112,12 @@ def results_block(profile: str, host: str | None = None, write: bool = True,
 def workload_lines(workload, profile: str, paths: StudyPaths, write: bool = True, link_prefix: str = "") -> list[str]:
     """Heading, hardware, the workload's own lines, its figures. Tables and figures are
     recomputed into the committed places, so the block and the files agree."""
-    outputs = build_outputs(workload, paths.runs, paths.figures if write else None, paths.tables if write else None)
+    # written: drawn and saved; only read (a test comparing the block): the charts' names suffice
+    outputs = build_outputs(workload, paths.runs, paths.figures, paths.tables) if write else \
+        tables_only(workload, paths.runs)
     if not outputs.records:
         return []
+    figures = list(outputs.figures) if write else drawn_charts(workload, outputs.tables)
     results = repo_relative(paths.tables.parent)
     links = f"Full tables: `{results}/tables/`; report: `{results}/report.html`."
     hardware = hardware_line(outputs.records, closing_facts(paths.runs, workload.name))
@@ -126,7 +127,10 @@ def workload_lines(workload, profile: str, paths: StudyPaths, write: bool = True
     lines += [failed, ""] if failed else []
     lines += capacity_lines(outputs.tables, workload.capacity_unit)  # the headline first, the same for every workload
     lines += workload.readme_lines(outputs.tables, links)
-    return lines + [f"![{name}]({link_prefix}{repo_relative(paths.figures)}/{name}.png)" for name in outputs.figures]
+    captions = {chart.name: chart.caption for chart in workload.charts}
+    return lines + [line for name in figures
+                    for line in (f"![{name}]({link_prefix}{repo_relative(paths.figures)}/{name}.png)",
+                                 *(["", f"*{captions[name]}*", ""] if captions.get(name) else []))]
 
 
 def failed_line(records: list[dict]) -> str | None:
@@ -177,37 +181,3 @@ def time_block(profile: str, host: str | None = None) -> str:
     runs = {w.name: StudyPaths.committed(profile, committed_host(profile, host, nearest=True, study=w.name)).runs
             for w in workloads() if committed_hosts(profile, w.name)}
     return "\n".join([TIME_START, committed_time_table(runs), TIME_END])
-
-
-def update_all(profile: str, host: str | None = None) -> None:
-    """docs/RESULTS.md's block, the full decision matrix, README.md's headline lines and answer and
-    the committed report."""
-    from pglimits_core.analysis import answer, extensions, headline
-    from pglimits_core.analysis.decision import committed_cells, matrix_table, write_matrix
-    from pglimits_core.analysis.report import write_committed_reports
-    from pglimits_core.analysis.scoreboard import write_scoreboard
-    from pglimits_core.analysis.seed_scoreboard import write_committed as write_seed_scoreboard
-    from pglimits_core.config import figures_dir, results_dir
-
-    update_readme(results_block(profile, host))
-    matrix = matrix_table(committed_cells(profile, host))
-    write_matrix(matrix, results_dir())
-    extensions.write(extensions.committed_comparison(profile, host), results_dir())
-    machines = ", ".join(sorted(set(matrix.machine))) if not matrix.empty else ""
-    write_scoreboard(matrix, figures_dir(), stamp=f"profile {profile}; records from {machines}")
-    write_seed_scoreboard(profile, figures_dir(), host)
-    update_readme(headline.headline_block(matrix), PROJECT_ROOT / "README.md", headline.START, headline.END)
-    update_readme(answer.answer_block(profile), PROJECT_ROOT / "README.md", answer.START, answer.END)
-    update_readme(time_block(profile, host), USAGE_DOC, TIME_START, TIME_END)
-    write_committed_reports(profile, host)
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="regenerate README.md's results block")
-    parser.add_argument("--profile", default="full")
-    parser.add_argument("--host", default=None, help="machine id under data/results/ (default: the only one)")
-    args = parser.parse_args()
-    try:
-        update_all(args.profile, args.host)
-    except PGLimitsError as exc:
-        raise SystemExit(f"readme_results: error: {exc}") from None

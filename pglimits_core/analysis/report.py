@@ -14,11 +14,15 @@ from typing import Any
 import pandas as pd
 
 from pglimits_core.analysis.decision import matrix_table, workload_cells
+from pglimits_core.analysis.findings import CAPTIONS, findings_section
+from pglimits_core.analysis.outputs import stamp_text
+from pglimits_core.analysis.seed_scoreboard import merged_stamp
 from pglimits_core.config import StudyPaths, current_host_id, results_dir
 from pglimits_core.plotting import html_report
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.record.records import load_records
 from pglimits_core.record.rundir import PARTIAL_SUFFIX
+from pglimits_core.registry import figure_captions
 from pglimits_core.studies.status import require_complete
 
 GIB = 1024 ** 3
@@ -229,10 +233,11 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
         require_complete(profile)  # an interrupted or failed study is not presented as a result
     paths = StudyPaths.for_profile(profile, runs_root, figures_dir, tables_dir)
     records = load_records(None, paths.runs)
-    results, reference, comparisons, notes, cells, extended = [], [], [], [], [], []
+    results, reference, comparisons, notes, cells, extended, stamps = [], [], [], [], [], [], []
     for workload in workloads():
         outputs = build_outputs(workload, paths.runs, paths.figures, paths.tables, reuse_figures=True)
         if outputs.records:
+            stamps.append(stamp_text(outputs.records))
             cells += workload_cells(workload, outputs.tables, machine_of(paths.runs), paths.tables)
             extended += workload_cells(workload, outputs.tables, machine_of(paths.runs), paths.tables,
                                        extensions=True)
@@ -246,9 +251,9 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
             notes += workload.seed_notes
     comparison = pd.concat(comparisons, ignore_index=True) if comparisons else pd.DataFrame()
     _write_table(comparison, "report-seed-comparison", paths.tables)
-    # Order: the results first (each workload's figures, then its tables), the source studies
-    # beside them, what is missing; then how they were made (box, versions, ledger, settings).
-    return [*decision_sections(cells, extended), *results,
+    # Order: the findings, the matrix open, each workload, the sources, what is missing; then how it was made
+    findings = findings_section(cells, comparison, paths.runs, paths.figures, merged_stamp(stamps))
+    return [*([findings] if findings else []), *decision_sections(cells, extended), *results,
             Section("Beside the source documents (ratios between systems)", [SEED_INTRO, *notes],
                     [("Seed headline figures vs this study", comparison)]),
             Section("What could not be run, and why", tables=[("Failed, interrupted and missing points",
@@ -285,7 +290,8 @@ def decision_sections(cells: list, extended: list = ()) -> list[Section]:
     if not cells:
         return []
     matrix = matrix_table(cells)
-    sections = [Section("The decision matrix", [DECISION_INTRO], [("One cell per workload × scale × target", matrix)])]
+    sections = [Section("The decision matrix", [DECISION_INTRO], [("One cell per workload × scale × target", matrix)],
+                        tables_open=True)]
     if extended:
         compared = extensions.compared(matrix, matrix_table(list(extended)))
         sections.append(Section("Do the Postgres extensions change a verdict?", [extensions.sentence(compared)],
@@ -306,7 +312,7 @@ def write_report(sections: list[Section], profile: str, report_path: str = "", g
     generated = generated or f"generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     intro = (f"Profile <b>{profile}</b>. Every number below is computed from run records "
              f"(<code>manifest.json</code>, <code>summary.json</code>); {generated}.")
-    return html_report.write(path, "PGLimits — study report", intro, sections)
+    return html_report.write(path, "PGLimits — study report", intro, sections, {**figure_captions(), **CAPTIONS})
 
 
 def write_committed_reports(profile: str, host: str | None = None) -> list[Path]:

@@ -1,8 +1,8 @@
 """The decision matrix as one picture: a tile per cell, coloured by its verdict.
 
 A reader skimming the README sees at a glance where Postgres suffices, where the dedicated
-system wins and where this box could not decide; the tile's text names the scale, and the
-matrix beside it gives the figures. Drawn from the same rows as the matrix (``decision.row``),
+system wins and where this box could not decide; the tile's text names the scale and target,
+and its verdict with the ratio ("dedicated ×2.19"); the matrix beside it gives the figures. Drawn from the same rows as the matrix (``decision.row``),
 so the picture and the table cannot disagree.
 """
 
@@ -19,10 +19,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from pglimits_core.analysis.decision import indicative  # noqa: E402
+from pglimits_core.analysis.headline import short_verdict  # noqa: E402
 from pglimits_core.plotting.figures import GREY, POSTGRES, save_figure  # noqa: E402
 
 NAME = "decision-scoreboard"
-PER_ROW = 6
+PER_ROW = 4  # tiles a row: at README width a tile's words stay ~9 px high
 # verdict text starts with -> (legend label, tile colour)
 FAMILIES = [("Postgres suffices", "Postgres suffices", POSTGRES),
             ("dedicated wins", "dedicated system wins", "#c55a11"),
@@ -59,16 +60,19 @@ def _tile(ax, x: float, y: float, cell: pd.Series) -> None:
     # an indicative verdict (short windows) is the pale, hatched version of its colour: seen, not decided
     ax.add_patch(plt.Rectangle((x, y), 0.95, 0.9, facecolor=colour, edgecolor=GREY, linewidth=0.6,
                                alpha=0.35 if would else 1.0, hatch="///" if would else None))
-    dark = colour in (POSTGRES, "#c55a11") and not would
+    ink = "white" if colour in (POSTGRES, "#c55a11") and not would else "black"
     target = tile_words(cell["target"])
-    label = textwrap.fill(f"{tile_words(cell['scale'])} · {'flat out' if target == 'none' else target}", 26)
-    ax.text(x + 0.475, y + 0.45, label, ha="center", va="center", fontsize=5.5,
-            color="white" if dark else "black")
+    scale = tile_words(cell["scale"]).removeprefix("capacity, ")  # the target says "held" already
+    label = textwrap.fill(f"{scale} · {'flat out' if target == 'none' else target}", 32)
+    ax.text(x + 0.475, y + 0.6, label, ha="center", va="center", fontsize=7.5, color=ink)
+    # the verdict's words and ratio on the tile: the colour alone says who, not by how much
+    ax.text(x + 0.475, y + 0.18, short_verdict(str(cell["verdict"]), str(cell.get("margin", ""))), ha="center",
+            va="center", fontsize=9.5, fontweight="bold", color=ink)
 
 
 def draw(table: pd.DataFrame) -> plt.Figure:
     rows = _rows(table)
-    fig, ax = plt.subplots(figsize=(PER_ROW * 1.7 + 1.2, 0.75 * len(rows) + 0.9))
+    fig, ax = plt.subplots(figsize=(PER_ROW * 2.3 + 1.4, 1.05 * len(rows) + 0.9))
     for index, (workload, cells) in enumerate(rows):
         y = len(rows) - 1 - index
         ax.text(-0.1, y + 0.45, workload, ha="right", va="center", fontsize=9, fontweight="bold")
@@ -89,7 +93,7 @@ def draw(table: pd.DataFrame) -> plt.Figure:
 def write_drawn(table: pd.DataFrame, drawer, name: str, directory: Path, stamp: str | None) -> list[Path]:
     """``drawer(table)`` saved as ``name``.png/.svg in ``directory`` (nothing for an empty table),
     the figure closed whatever happens."""
-    if table.empty:
+    if len(table) == 0:  # a frame or a list of rows
         return []
     fig = drawer(table)
     try:

@@ -35,6 +35,7 @@ ENGINE_COLOURS = {
 }
 LINE_STYLES = ["-", "--", "-.", ":"]
 HATCHES = ["", "//", "..", "xx"]
+MARKERS = ["o", "s", "^", "D", "v"]
 
 
 def colour_for(variant: str, server: str | None = None) -> str:
@@ -51,6 +52,11 @@ def _sibling_index(variant: str, variants) -> int:
 def line_style_for(variant: str, variants) -> str:
     """Variants of one system share its colour and differ by line style, in a stable order."""
     return LINE_STYLES[_sibling_index(variant, variants) % len(LINE_STYLES)]
+
+
+def marker_for(variant: str, variants) -> str:
+    """A line chart's second cue beside the line style: variants of one system, distinct markers."""
+    return MARKERS[_sibling_index(variant, variants) % len(MARKERS)]
 
 
 def hatch_for(variant: str, variants) -> str:

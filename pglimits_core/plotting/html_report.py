@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 STYLE = """
@@ -46,11 +47,13 @@ class Section:
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
     figures: list[Path] = field(default_factory=list)
     collapsed: bool = False  # long reference material (full settings) folds away
+    tables_open: bool = False  # the findings (the decision matrix) never fold, however long
 
 
 #: a PNG larger than this is embedded with a 256-colour palette (a chart's few colours survive it,
-#: and the report stays under the repository's 5 MB a file: the interference timeline alone is 2.4 MB)
-PALETTE_ABOVE_BYTES = 300_000
+#: and the report stays under the repository's 5 MB a file: one machine's report carries four
+#: workloads' charts and the findings' three pictures, the interference timeline alone 2.4 MB drawn)
+PALETTE_ABOVE_BYTES = 100_000
 
 
 def data_uri(path: Path) -> str:
@@ -79,9 +82,39 @@ def paletted_png(data: bytes) -> bytes:
 def table_html(caption: str, table: pd.DataFrame) -> str:
     if table is None or table.empty:
         return f"<p class='caption'>{html.escape(caption)}: no data.</p>"
-    body = breakable(table.to_html(index=False, na_rep="—", border=0, escape=True, float_format=_number))
+    body = breakable(readable(table).to_html(index=False, na_rep="—", border=0, escape=True, float_format=_number))
     # wide tables scroll sideways inside their box instead of widening the whole page
-    return f"<p class='caption'><b>{html.escape(caption)}</b></p>\n<div class='wide'>{body}</div>"
+    return f"{caption_html(caption)}\n<div class='wide'>{body}</div>"
+
+
+#: characters of a table caption shown before its method folds away (a sentence, not a page)
+CAPTION_CHARS = 160
+
+
+def caption_html(caption: str) -> str:
+    """A short caption in bold; a long one's first sentence in bold and the rest (the method)
+    folded under "how", so the table opens after a line, not after a paragraph."""
+    first, sep, rest = caption.partition(". ")
+    if len(caption) <= CAPTION_CHARS or not rest:
+        return f"<p class='caption'><b>{html.escape(caption)}</b></p>"
+    return (f"<p class='caption'><b>{html.escape(first + sep.strip())}</b></p>\n"
+            f"<details class='caption'><summary>how</summary>{html.escape(rest)}</details>")
+
+
+def readable(table: pd.DataFrame) -> pd.DataFrame:
+    """Booleans as "yes" / "no" and None as "—": a reader's words, not Python's (NaN reads "—"
+    through ``to_html``'s ``na_rep``, which leaves an object column's None as "None")."""
+    def word(value):
+        if value is None:
+            return "—"
+        return ("yes" if value else "no") if isinstance(value, bool | np.bool_) else value
+
+    shown = table.copy()
+    for index in range(shown.shape[1]):  # by position: a table may repeat a column name
+        column = shown.iloc[:, index]
+        if pd.api.types.is_bool_dtype(column) or pd.api.types.is_object_dtype(column):
+            shown.isetitem(index, column.map(word))
+    return shown
 
 
 def breakable(table: str) -> str:
@@ -95,9 +128,12 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def figure_html(path: Path) -> str:
-    caption = html.escape(path.stem.replace("-", " ").capitalize())
-    return f"<figure><img alt='{caption}' src='{data_uri(path)}'><figcaption>{caption}</figcaption></figure>"
+def figure_html(path: Path, caption: str = "") -> str:
+    """The image with its caption — what to see in it — and its file name (how the repository,
+    the notebooks and docs/RESULTS.md name it)."""
+    name = html.escape(path.stem)
+    said = f"{html.escape(caption)} <code>{name}</code>" if caption else name
+    return f"<figure><img alt='{name}' src='{data_uri(path)}'><figcaption>{said}</figcaption></figure>"
 
 
 def folded_table_html(caption: str, table: pd.DataFrame) -> str:
@@ -105,18 +141,21 @@ def folded_table_html(caption: str, table: pd.DataFrame) -> str:
     shown = table_html(caption, table)
     if table is None or len(table) <= FOLD_ROWS:
         return shown
-    return f"<details><summary>{html.escape(caption)} ({len(table)} rows)</summary>\n{shown}\n</details>"
+    title = caption.partition(". ")[0].rstrip(".")  # its first sentence: the summary is one line
+    return f"<details><summary>{html.escape(title)} ({len(table)} rows)</summary>\n{shown}\n</details>"
 
 
 def anchor(title: str) -> str:
     return "s-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
-def section_html(section: Section) -> str:
-    """Prose, then the figures, then the tables (long ones folded)."""
+def section_html(section: Section, captions: dict[str, str] | None = None) -> str:
+    """Prose, then the figures (captioned from ``captions``, by file stem), then the tables (long
+    ones folded, unless the section keeps them open)."""
     parts = [f"<p>{text}</p>" for text in section.paragraphs]  # paragraphs are trusted HTML we write
-    parts += [figure_html(path) for path in section.figures]
-    parts += [folded_table_html(caption, table) for caption, table in section.tables]
+    parts += [figure_html(path, (captions or {}).get(path.stem, "")) for path in section.figures]
+    shown = table_html if section.tables_open else folded_table_html
+    parts += [shown(caption, table) for caption, table in section.tables]
     inner = "\n".join(parts)
     if section.collapsed:
         inner = f"<details><summary>show</summary>\n{inner}\n</details>"
@@ -128,18 +167,19 @@ def contents_html(sections: list[Section]) -> str:
     return f"<nav><h2>Contents</h2><ol>{items}</ol></nav>"
 
 
-def render(title: str, intro: str, sections: list[Section]) -> str:
-    body = "\n".join(section_html(s) for s in sections)
+def render(title: str, intro: str, sections: list[Section], captions: dict[str, str] | None = None) -> str:
+    body = "\n".join(section_html(s, captions) for s in sections)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>\n"
             f"<body><h1>{html.escape(title)}</h1>\n<p>{intro}</p>\n{contents_html(sections)}\n{body}\n</body></html>\n")
 
 
-def write(path: Path, title: str, intro: str, sections: list[Section]) -> Path:
+def write(path: Path, title: str, intro: str, sections: list[Section],
+          captions: dict[str, str] | None = None) -> Path:
     """Write the page atomically (a reader never sees half a report); returns ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(render(title, intro, sections), encoding="utf-8")
+    tmp.write_text(render(title, intro, sections, captions), encoding="utf-8")
     tmp.replace(path)
     return path

@@ -9,7 +9,8 @@ never exported.
 
 from __future__ import annotations
 
-import argparse
+import json
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,8 +109,9 @@ NOTEBOOK_LIMIT_BYTES = 5 * 2**20
 
 def export_notebooks(profile: str, source: Path | None = None, only: Sequence[str] = ()) -> list[str]:
     """Copy the profile's executed notebooks (with their outputs: tables and figures a reader
-    browsing the repository sees) next to its runs; one too large to commit is named, not copied.
-    With ``only``, just those studies' notebooks (``NN-<study>.ipynb``) are replaced."""
+    browsing the repository sees) next to its runs, their progress bars folded to the last line;
+    one too large to commit is named, not copied. With ``only``, just those studies' notebooks
+    (``NN-<study>.ipynb``) are replaced."""
     from pglimits_core.studies.status import executed_dir
 
     target = profile_results_dir(profile) / "notebooks"
@@ -119,28 +121,52 @@ def export_notebooks(profile: str, source: Path | None = None, only: Sequence[st
     for notebook in sorted((source or executed_dir(profile)).glob("*.ipynb")):
         if only and notebook.stem.split("-", 1)[-1] not in only:
             continue
-        if notebook.stat().st_size > NOTEBOOK_LIMIT_BYTES:
-            print(f"export: {notebook.name} is {notebook.stat().st_size / 2**20:.1f} MiB, over the "
+        text = notebook_text(without_progress(json.loads(notebook.read_text())))
+        if len(text.encode()) > NOTEBOOK_LIMIT_BYTES:
+            print(f"export: {notebook.name} is {len(text.encode()) / 2**20:.1f} MiB, over the "
                   f"{NOTEBOOK_LIMIT_BYTES / 2**20:.0f} MiB a committed file may be: not exported")
             continue
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(notebook, target / notebook.name)
+        (target / notebook.name).write_text(text)
         copied.append(notebook.name)
     return copied
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="full")
-    parser.add_argument("--only", action="append", default=[], metavar="STUDY",
-                        help="replace only this study's committed records and notebook (repeatable)")
-    parser.add_argument("--runs", type=Path, default=None, help="run records to export (default data/runs/<profile>)")
-    parser.add_argument("--executed", type=Path, default=None,
-                        help="executed notebooks to export (default data/executed/<profile>)")
-    args = parser.parse_args()
-    try:
-        print(export_runs(args.profile, args.runs, args.only))
-        copied = export_notebooks(args.profile, args.executed, args.only)
-        print(f"executed notebooks exported: {', '.join(copied) or 'none'}")
-    except PGLimitsError as exc:
-        raise SystemExit(f"export: error: {exc}") from None
+#: one line of the study's progress bar (tqdm on stderr): ``queue study:  41%|####  | 76/184 [...]``
+PROGRESS_LINE = re.compile(r"^[^|]*:\s+\d+%\|.*\|\s*\d+/\d+ \[")
+
+
+def without_progress(notebook: dict) -> dict:
+    """``notebook`` with each cell's progress-bar outputs (a hundred stderr lines streamed while
+    it measured, read live in the run's log) folded into their last line, where the first stood:
+    a reader opening the committed copy meets the tables, and still sees how long it took."""
+    for cell in notebook.get("cells", []):
+        outputs = cell.get("outputs", [])
+        progress = [i for i, output in enumerate(outputs) if _is_progress(output)]
+        drawn = [line for i in progress for line in _lines(outputs[i])]
+        if not drawn:  # blank stderr alone is no progress bar
+            continue
+        last = drawn[-1]
+        folded = {"name": "stderr", "output_type": "stream", "text": [last + "\n"]}
+        cell["outputs"] = [folded if i == progress[0] else output
+                           for i, output in enumerate(outputs) if i == progress[0] or i not in progress]
+    return notebook
+
+
+def _is_progress(output: dict) -> bool:
+    if output.get("output_type") != "stream" or output.get("name") != "stderr":
+        return False
+    return all(PROGRESS_LINE.match(line) for line in _lines(output))  # blank: the bar's last newline
+
+
+def _lines(output: dict) -> list[str]:
+    """The non-blank lines of a stream output (tqdm redraws with carriage returns)."""
+    text = output.get("text", "")
+    text = "".join(text) if isinstance(text, list) else text
+    return [line.strip() for line in re.split(r"[\r\n]+", text) if line.strip()]
+
+
+def notebook_text(notebook: dict) -> str:
+    """A notebook as Jupyter writes it (sorted keys, one-space indent, UTF-8 kept), so a committed copy
+    opened and saved again does not change for that reason alone."""
+    return json.dumps(notebook, sort_keys=True, indent=1, ensure_ascii=False) + "\n"

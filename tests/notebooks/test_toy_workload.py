@@ -130,7 +130,7 @@ def test_a_toy_workload_runs_through_run_all_the_report_and_the_readme(toy: dict
     executed = json.loads((tmp_path / "data" / "executed" / "toy" / "15-toy.ipynb").read_text())
     assert any("image/png" in out.get("data", {}) for cell in executed["cells"] for out in cell.get("outputs", []))
 
-    exported = run(toy, "-m", "pglimits_core.record.export", "--profile", "toy")
+    exported = run(toy, "-c", "from pglimits_core.analysis import publish; print(publish.export('toy'))")
     assert exported.returncode == 0, exported.stderr
     readme = tmp_path / "README.md"
     readme.write_text("# toy\n")

@@ -10,14 +10,12 @@ import pandas as pd
 
 from pglimits_core.analysis.report import flag_points
 from pglimits_core.analysis.seed import verdict_short
+from pglimits_core.plotting.figures import MARKERS, line_style_for, sustained_line
 from pglimits_core.plotting.figures import colour_for as system_colour
 from pglimits_core.plotting.figures import finish as _finish
-from pglimits_core.plotting.figures import line_style_for, sustained_line
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.pubsub.systems.registry import SERVER_FOR
 from pglimits_core.workloads.pubsub.terms import terms_note
-
-MARKERS = ["o", "s", "^", "D", "v"]
 
 
 def colour_for(variant: str) -> str:
@@ -102,17 +100,25 @@ def fanout_chart(table: pd.DataFrame) -> plt.Figure:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     fanouts = sorted(rows.subscribers.unique())
     for (label, n, publishers), group in rows.groupby(["variant", "subscribers", "publishers"]):
+        # where both deliver every message their points coincide: Redis's drawn larger underneath,
+        # Postgres's smaller on top, so neither hides the other
+        postgres = label.startswith("pg")
         style = {"color": colour_for(label), "linestyle": line_style_for(label, rows.variant),
-                 "marker": MARKERS[fanouts.index(n) % len(MARKERS)],
-                 "label": f"{label} ×{int(n)}, {int(publishers)} pub."}
+                 "marker": MARKERS[fanouts.index(n) % len(MARKERS)], "markersize": 5 if postgres else 9,
+                 "zorder": 4 if postgres else 2, "label": f"{label} ×{int(n)}, {int(publishers)} pub."}
         group = group.sort_values("rate")
         held = group.sustained.eq(True).to_numpy(dtype=bool)  # not recorded (None) counts as not sustained
         sustained_line(left, group.rate, group.deliveries_per_s, held, **style)
         sustained_line(right, group.rate, group.delivery_p99_ms, held, **style)
-    left.set(xlabel="offered publish rate (msg/s)", ylabel="deliveries/s", yscale="log",
+    left.set(xlabel="offered publish rate (msg/s, log)", ylabel="deliveries/s", yscale="log",
              title="Deliveries per second (×n = subscribers)")
-    right.set(xlabel="offered publish rate (msg/s)", ylabel="delivery p99 (ms)", yscale="log",
+    right.set(xlabel="offered publish rate (msg/s, log)", ylabel="delivery p99 (ms)", yscale="log",
               title="Delivery p99 (from intended publish)\nhollow, not joined: publishers did not sustain the rate")
+    rates = sorted(rows.rate.unique())
+    for ax in (left, right):  # the rates offered, not powers of ten
+        ax.set_xscale("log")
+        ax.set_xticks(rates, [f"{rate:,.0f}" for rate in rates])
+        ax.minorticks_off()
     _finish(right)
     left.grid(alpha=0.3)
     fig.tight_layout()

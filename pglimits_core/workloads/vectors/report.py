@@ -9,7 +9,7 @@ import pandas as pd
 
 from pglimits_core.analysis.runs import SATURATED_SHARE, flag
 from pglimits_core.analysis.seed import verdict_short
-from pglimits_core.plotting.figures import colour_for, hatch_for, line_style_for, wrap_label
+from pglimits_core.plotting.figures import colour_for, hatch_for, line_style_for, marker_for
 from pglimits_core.plotting.html_report import Section
 from pglimits_core.workloads.vectors.matched import MARKS, server_us
 from pglimits_core.workloads.vectors.tables import headline
@@ -67,16 +67,20 @@ def pareto_chart(sweep: pd.DataFrame):
 
 
 def recall_chart(sweep: pd.DataFrame):
-    """Recall (mean, and the worst 5 % of queries) against ef, per engine."""
+    """Recall (mean, and the worst 5 % of queries) against ef, per engine; two variants of one
+    engine (pgvector 0.6 and 0.8) share its colour and differ by marker."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
     scored = sweep.dropna(subset=["ef", "recall_mean"]).drop_duplicates(["variant", "ef"])
     for variant, group in scored.groupby("variant", sort=False):
         group = group.sort_values("ef")
-        colour = colour_for(variant)
-        ax.plot(group.ef, group.recall_mean, marker="o", color=colour, label=f"{variant}: mean")
-        ax.plot(group.ef, group.recall_worst5_mean, marker=".", linestyle="--", color=colour,
-                label=f"{variant}: worst 5 % of queries")
+        style = {"color": colour_for(variant), "marker": marker_for(variant, scored.variant)}
+        ax.plot(group.ef, group.recall_mean, label=f"{variant}: mean", **style)
+        ax.plot(group.ef, group.recall_worst5_mean, linestyle="--", markersize=3.5,
+                label=f"{variant}: worst 5 % of queries", **style)
     ax.set_xscale("log")
+    efs = sorted(scored.ef.unique())
+    ax.set_xticks(efs, [f"{ef:g}" for ef in efs])  # the ef values swept, not powers of ten
+    ax.minorticks_off()
     ax.set(xlabel="ef (hnsw.ef_search / hnsw_ef)", ylabel="recall@10", title="Vectors: recall against ef")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -85,20 +89,22 @@ def recall_chart(sweep: pd.DataFrame):
 
 
 def build_chart(build: pd.DataFrame):
-    """Load time, index build time, index size and server memory (PSS) per engine; variants of one
-    engine share its colour, the second hatched."""
+    """Load time, index build time, index size and server memory (PSS) per engine, one row of
+    bars each (names read across, never overlapping); a second variant of one engine shares its
+    colour, hatched."""
     panels = [("load_s", "load (s)"), ("build_s", "index build (s)"), ("index_mib", "index size (MiB)"),
               ("server_pss_mib", "server memory after build (PSS, MiB)")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(14, 3.8))
-    labels = [wrap_label(v, 14) for v in build.variant]
+    rows = list(range(len(build)))[::-1]  # the table's first variant on top
+    fig, axes = plt.subplots(1, len(panels), figsize=(14, 0.42 * len(build) + 1.6), sharey=True)
     for ax, (column, title) in zip(axes, panels, strict=True):
         values = pd.to_numeric(build[column], errors="coerce")
-        bars = ax.bar(labels, values, color=[colour_for(v) for v in build.variant], edgecolor="black", linewidth=0.5)
+        bars = ax.barh(rows, values, color=[colour_for(v) for v in build.variant], edgecolor="black", linewidth=0.5)
         for bar, variant in zip(bars, build.variant, strict=True):
             bar.set_hatch(hatch_for(variant, build.variant))
         ax.set_title(title, fontsize=10)
-        ax.tick_params(axis="x", labelsize=7.5)
-    fig.suptitle("Vectors: build cost")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[0].set_yticks(rows, list(build.variant), fontsize=8)
+    fig.suptitle("Vectors: build cost (hatched: a second variant of the same engine)")
     fig.tight_layout()
     return fig
 
@@ -109,7 +115,7 @@ def filtered_chart(filtered: pd.DataFrame):
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     for (variant, ef), group in filtered.groupby(["variant", "ef"], sort=False):
         group = group.sort_values("selectivity_pct")
-        style = {"color": colour_for(variant), "marker": "o",
+        style = {"color": colour_for(variant), "marker": marker_for(variant, filtered.variant),
                  "linestyle": "-" if ef == filtered.ef.max() else "--", "label": f"{variant}, ef {ef}"}
         axes[0].plot(group.selectivity_pct, group.recall_mean, **style)
         axes[1].plot(group.selectivity_pct, group.rows_mean, **style)

@@ -84,3 +84,26 @@ def test_the_brief_shows_a_workload_s_first_cells_and_counts_the_rest():
     assert f"**interference** (measured on `box-a`; 3 more interference cells, in the order the matrix gives them: " \
            f"[`{MATRIX_LINK}`]({MATRIX_LINK}))" in text
     assert "more queue cells" not in answer_markdown(matrix.assign(workload="queue").head(BRIEF_ROWS))
+
+
+def test_each_workload_links_the_executed_notebook_its_records_came_with(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from pglimits_core.analysis.answer import answer_markdown, notebook_links
+
+    monkeypatch.setenv("PGLIMITS_DATA_DIR", str(tmp_path))
+    for host, name in (("box-a", "20-search"), ("box-b", "10-queue"), ("box-b", "90-report")):
+        notebooks = tmp_path / "results" / host / "full" / "notebooks"
+        (notebooks.parent / "runs").mkdir(parents=True, exist_ok=True)
+        notebooks.mkdir(exist_ok=True)
+        (notebooks / f"{name}.ipynb").write_text("{}")
+    links = notebook_links("full")
+    assert set(links) == {("search", "box-a"), ("queue", "box-b"), ("report", "box-b")}
+    assert links[("queue", "box-b")].endswith("results/box-b/full/notebooks/10-queue.ipynb")
+    row = {"scale": "s", "target": "t", "verdict": "dedicated wins", "postgres": "pg", "dedicated": "d",
+           "postgres_figure": "1 jobs/s", "dedicated_figure": "2 jobs/s", "margin": "—"}
+    matrix = pd.DataFrame([{**row, "workload": "queue", "machine": "box-b"},
+                           {**row, "workload": "search", "machine": "box-c"}])
+    text = answer_markdown(matrix, notebooks=links)
+    assert f"**queue** (measured on `box-b`; [its executed notebook]({links[('queue', 'box-b')]}))" in text
+    assert "**search** (measured on `box-c`)" in text  # its notebook is another machine's: not linked

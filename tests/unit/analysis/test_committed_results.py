@@ -1,6 +1,7 @@
 """The committed results: every run record under data/results/ validates against the schema,
 and the README's results block is what those records give (generated, never typed)."""
 
+import json
 import subprocess
 import sys
 
@@ -8,7 +9,12 @@ import pytest
 
 from pglimits_core.analysis import readme_results
 from pglimits_core.config import PROJECT_ROOT
-from pglimits_core.record.export import committed_host, committed_hosts
+from pglimits_core.record.export import (
+    committed_host,
+    committed_hosts,
+    notebook_text,
+    without_progress,
+)
 from pglimits_core.registry import workloads
 
 RESULTS = PROJECT_ROOT / "data" / "results"
@@ -26,7 +32,7 @@ def test_results_block_is_exactly_what_the_committed_records_give():
     committed records without writing anything: a refactor that changes a number shows here."""
     results = readme_results.RESULTS_DOC.read_text()
     assert readme_results.results_block("full", write=False) in results, (
-        "docs/RESULTS.md's results block is stale: make results (or python -m pglimits_core.analysis.readme_results)")
+        "docs/RESULTS.md's results block is stale: make results (or pglimits results build)")
     for study in ("queue", "search"):
         assert f"machine `{committed_host('full', nearest=True, study=study)}`" in results
 
@@ -45,7 +51,7 @@ def test_readme_answer_is_exactly_the_decision_matrix_the_committed_records_give
 
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert answer.answer_block("full") in readme, (
-        "README's answer is stale: make results (or python -m pglimits_core.analysis.readme_results)")
+        "README's answer is stale: make results (or pglimits results build)")
 
 
 def test_readme_first_screen_lines_are_what_the_committed_matrix_gives():
@@ -53,7 +59,7 @@ def test_readme_first_screen_lines_are_what_the_committed_matrix_gives():
 
     block = headline.committed_headline("full")
     assert block in (PROJECT_ROOT / "README.md").read_text(), (
-        "README's headline lines are stale: make results (or python -m pglimits_core.analysis.readme_results)")
+        "README's headline lines are stale: make results (or pglimits results build)")
     assert block.count("\n- **") >= 4  # queue, search, pub/sub, vectors
 
 
@@ -93,3 +99,12 @@ def test_each_committed_capacity_table_is_what_its_records_give_on_the_shared_co
     assert {"variant", "ceiling_per_s", "capacity_per_s", "side"} <= set(columns), path
     rebuilt = pd.read_csv(io.StringIO(now["capacity"][columns].to_csv(index=False)))
     pd.testing.assert_frame_equal(was[columns], rebuilt, check_dtype=False, obj=str(path))
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*/full/notebooks/*.ipynb")), ids=lambda p: p.name)
+def test_each_committed_notebook_opens_on_its_tables_not_on_a_progress_bar(path):
+    """Exported notebooks fold the study's progress bar (a hundred stderr lines) into its last
+    line: the committed copy is what ``export.without_progress`` leaves, byte for byte."""
+    notebook = json.loads(path.read_text())
+    assert path.read_text() == notebook_text(without_progress(notebook)), (
+        f"{path.name} carries its progress bar: pglimits results export (or export.without_progress)")

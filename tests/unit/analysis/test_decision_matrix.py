@@ -290,6 +290,28 @@ def test_the_scoreboard_colours_each_verdict_family_and_draws_a_tile_per_cell(tm
     assert write_scoreboard(table.iloc[0:0], tmp_path / "empty") == []
 
 
+def test_a_tile_carries_its_verdict_and_ratio_not_only_a_colour():
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from pglimits_core.analysis.scoreboard import draw
+
+    table = pd.DataFrame([
+        {"workload": "vectors", "scale": "capacity, recall ≥ 0.95", "target": "query p99 ≤ 10 ms (held over 30-s windows)",
+         "verdict": "dedicated wins", "margin": "dedicated ×2.19 (figure)"},
+        {"workload": "search", "scale": "rare stream", "target": "none", "verdict": "Postgres suffices (Postgres ahead)",
+         "margin": "Postgres ×2.21 (figure)"},
+        {"workload": "pubsub", "scale": "1 subscriber", "target": "p99", "verdict": "not decided here: the tie band",
+         "margin": "—"}])
+    figure = draw(table)
+    try:
+        texts = [text.get_text().replace("\n", " ") for text in figure.axes[0].texts]
+    finally:
+        plt.close(figure)
+    assert {"dedicated ×2.19", "Postgres ×2.21", "not decided"} <= set(texts)
+    assert "recall ≥ 0.95 · query p99 ≤ 10 ms" in texts and "rare stream · flat out" in texts
+
+
 def test_a_tile_names_its_scale_without_the_details_the_matrix_table_holds():
     from pglimits_core.analysis.scoreboard import tile_words
 

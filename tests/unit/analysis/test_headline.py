@@ -66,3 +66,11 @@ def test_short_verdicts():
 def test_the_block_has_its_markers_and_says_so_when_empty():
     block = headline_block(matrix([]))
     assert block.startswith(START) and block.endswith(END) and "make results" in block
+
+
+def test_the_block_shows_the_lines_picture_under_them():
+    from pglimits_core.analysis.headline import FIGURE
+
+    lines = headline_block(matrix()).splitlines()
+    assert lines[-2] == FIGURE and "figures/capacity-at-target.png" in FIGURE
+    assert FIGURE not in headline_block(matrix([]))

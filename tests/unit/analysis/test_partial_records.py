@@ -5,7 +5,7 @@ sections, README lines and seed comparison are built from its committed records 
 - half of the records are gone (a study cut short), and
 - a target is never reached (vectors: no run reaches recall 0.95 — "not reached within the sweep").
 
-Each must render; an empty cell says why, it does not raise.
+Each must render, and a matrix cell left with one side says it is not decided and why; nothing raises.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
+from pglimits_core.analysis.decision import matrix_table, workload_cells
 from pglimits_core.analysis.outputs import build_outputs
 from pglimits_core.config import StudyPaths
 from pglimits_core.plotting import html_report
@@ -64,8 +65,14 @@ def second_system(runs: list[Path]) -> str:
 
 
 def render_everything(name: str, runs_root: Path, tmp_path: Path) -> None:
+    """Build every output of the partial records, and check what the matrix then says: a cell
+    with a side missing is "not decided here" with the reason, never a verdict against nothing."""
     chosen = workload(name)
     outputs = build_outputs(chosen, runs_root, tmp_path / "figures", tmp_path / "tables")
+    matrix = matrix_table(workload_cells(chosen, outputs.tables, "box", tmp_path / "tables"))
+    one_sided = matrix[(matrix.postgres == "—") | (matrix.dedicated == "—")] if not matrix.empty else matrix
+    for verdict in one_sided.get("verdict", []):
+        assert verdict.startswith("not decided here: ") and len(verdict) > len("not decided here: ") + 5, verdict
     figure_paths = outputs.figure_paths
     if chosen.report_sections is not None:
         results, reference = chosen.report_sections(outputs.tables, figure_paths)

@@ -104,8 +104,8 @@ def test_the_readme_counts_the_classes_under_both_scoreboards():
                             "dedicated_server_cpu_us_per_op": "—"}])
     lines = answer_markdown(matrix, table).splitlines()
     at = next(i for i, line in enumerate(lines) if SCOREBOARD_LINK in line)
-    assert lines[at + 1].startswith("![") and lines[at + 1].endswith(f"({SEED_LINK})")
-    assert lines[at + 2] == sentence and lines[at + 3] == ""
+    assert lines[at + 1] == f"{sentence[:-1]} ([each claim, both ratios]({SEED_LINK}))."
+    assert lines[at + 2] == ""
     assert SEED_LINK not in answer_markdown(matrix)  # no claims compared: no figure linked
 
 

@@ -93,18 +93,24 @@ def test_a_line_never_joins_an_unsustained_point():
     plt.close(figure)
 
 
-def test_the_recovery_chart_draws_no_zero_for_a_replay_size_not_recorded(committed):
+def test_the_recovery_chart_shows_each_drill_s_time_and_loss_and_no_replay_size_never_recorded(committed):
     outputs = committed["queue"]
-    drills = outputs.tables["recovery_drills"].dropna(subset=["recovery_s"])
+    drills = outputs.tables["recovery_drills"]
+    figure = outputs.figures["queue-recovery"]
+    left, right = figure.axes[:2]
+
+    def drawn(ax):
+        xs = np.vstack([c.get_offsets() for c in ax.collections])[:, 0].astype(float)
+        return sorted(xs[np.isfinite(xs)])
+
+    assert drawn(left) == pytest.approx(sorted(pd.to_numeric(drills.recovery_s, errors="coerce").dropna()))
+    lost = pd.to_numeric(drills.lost, errors="coerce").dropna()
+    assert drawn(right) == sorted(lost) and lost.max() > 0  # the unlogged and unpersisted losses are on it
     sizes = pd.to_numeric(drills.wal_to_replay_mb, errors="coerce")
     assert sizes.isna().any()  # the committed drills include systems that record no replay size
-    figure = outputs.figures["queue-recovery"]
-    drawn = np.vstack([c.get_offsets() for ax in figure.axes for c in ax.collections])
-    assert sorted(drawn[:, 0]) == sorted(sizes.dropna())
-    notes = " ".join(text.get_text() for ax in figure.axes for text in ax.texts)
-    assert "no replay size recorded" in notes
-    for variant in drills.variant[sizes.isna()].unique():
-        assert variant in notes
+    notes = [text.get_text() for text in left.texts if text.get_text().startswith("WAL ")]
+    sized = drills[sizes.notna() & pd.to_numeric(drills.recovery_s, errors="coerce").notna()].variant.nunique()
+    assert len(notes) == sized and not any(note.startswith("WAL 0 ") for note in notes)
 
 
 def test_the_backup_chart_draws_no_bar_for_a_time_not_recorded():
@@ -119,3 +125,52 @@ def test_the_backup_chart_draws_no_bar_for_a_time_not_recorded():
     assert "not\nrecorded" in [text.get_text() for text in ax.texts]
     assert "queue size not recorded" in ax.get_xticklabels()[0].get_text()
     plt.close(figure)
+
+
+def test_every_chart_has_a_caption_that_says_what_to_see():
+    """The report and docs/RESULTS.md caption each figure with what to look for, never its file name."""
+    for workload in workloads():
+        for chart in workload.charts:
+            assert chart.caption.endswith(".") and len(chart.caption.split()) >= 12, chart.name
+            assert chart.name.replace("-", " ") not in chart.caption.lower(), chart.name
+
+
+def test_every_committed_figure_file_is_a_registered_chart_or_a_scoreboard():
+    """A figure left behind by a renamed chart would sit in the repository with no caption."""
+    from pglimits_core.analysis.findings import CAPTIONS
+    from pglimits_core.config import PROJECT_ROOT
+    from pglimits_core.registry import figure_captions
+
+    known = {**figure_captions(), **CAPTIONS}
+    files = sorted((PROJECT_ROOT / "figures").glob("*/full/*.png"))
+    assert files
+    for path in files:
+        assert path.stem in known, f"{path}: no registered chart draws it (stale? make figures)"
+
+
+def data_lines(ax) -> list:
+    """An axis's series: lines of 3 points or more (a target or event line has 2)."""
+    return [line for line in ax.lines if len(line.get_ydata()) >= 3]
+
+
+def test_no_axis_is_drawn_around_a_series_that_never_changes(committed):
+    for name, _, figure in all_figures(committed):
+        for ax in figure.axes:
+            lines = data_lines(ax)
+            values = np.concatenate([np.asarray(line.get_ydata(), dtype=float) for line in lines]) if lines else []
+            values = values[np.isfinite(values)] if len(values) else values
+            if len(values) > 2 and not ax.patches and not ax.collections:
+                assert np.ptp(values) > 0, f"{name}: the axis {ax.get_ylabel()!r} draws only the constant {values[0]:g}"
+
+
+def test_series_on_one_axis_are_told_apart_by_colour_dash_or_marker(committed):
+    for name, _, figure in all_figures(committed):
+        for ax in figure.axes:
+            styles: dict[tuple, str] = {}
+            for line in ax.lines:
+                label = line.get_label()
+                if label.startswith("_"):
+                    continue
+                style = (matplotlib.colors.to_hex(line.get_color()), str(line.get_linestyle()), str(line.get_marker()))
+                assert styles.setdefault(style, label) == label, \
+                    f"{name}: {label!r} and {styles[style]!r} are drawn alike {style}"

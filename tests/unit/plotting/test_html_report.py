@@ -38,3 +38,33 @@ def test_a_large_png_is_embedded_with_a_palette_and_a_small_one_as_drawn(tmp_pat
     embedded = base64.b64decode(data_uri(big).split(",", 1)[1])
     assert len(embedded) < big.stat().st_size and embedded[:8] == b"\x89PNG\r\n\x1a\n"
     assert base64.b64decode(data_uri(small).split(",", 1)[1]) == small.read_bytes()
+
+
+def test_the_findings_keep_their_long_table_open_and_cells_read_as_words():
+    long = pd.DataFrame({"sustained": [True, False] * FOLD_ROWS, "p99_ms": [1.23456, float("nan")] * FOLD_ROWS,
+                         "note": [None, "x"] * FOLD_ROWS})
+    page = render("T", "intro", [Section("The decision matrix", tables=[("cells", long)], tables_open=True)])
+    assert "<summary>" not in page
+    cells = page[page.index("<tbody>"):]
+    assert "True" not in cells and "False" not in cells and "None" not in cells and "nan" not in cells.lower()
+    assert "<td>yes</td>" in cells and "<td>no</td>" in cells and "<td>1.23</td>" in cells and "<td>—</td>" in cells
+
+
+def test_a_figure_is_captioned_with_what_to_see_and_named_by_its_file(tmp_path):
+    from pglimits_core.plotting.html_report import figure_html
+
+    png = tmp_path / "queue-capacity.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n")
+    said = figure_html(png, "The starred rate is the capacity.")
+    assert "<figcaption>The starred rate is the capacity. <code>queue-capacity</code></figcaption>" in said
+    assert "<figcaption>queue-capacity</figcaption>" in figure_html(png)
+
+
+def test_a_long_table_caption_shows_its_first_sentence_and_folds_the_method():
+    from pglimits_core.plotting.html_report import CAPTION_CHARS, caption_html
+
+    method = "Each point is the median of three windows, " * 8
+    said = caption_html(f"Capacity per design. {method}")
+    assert said.startswith("<p class='caption'><b>Capacity per design.</b></p>")
+    assert "<summary>how</summary>Each point" in said and len(method) > CAPTION_CHARS
+    assert caption_html("Short one. Still short.") == "<p class='caption'><b>Short one. Still short.</b></p>"
