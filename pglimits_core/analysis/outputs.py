@@ -57,6 +57,17 @@ def stamp_text(records: list[dict[str, Any]]) -> str:
     return f"machine {host_id(host)} ({host.get('cpu_model', '?')}) · git {str(git.get('sha'))[:10]}{dirty}"
 
 
+def merged_stamp(stamps: list[str]) -> str:
+    """Each workload's stamp (``outputs.stamp_text``) once, its commits listed after its machine:
+    "machine m (cpu) · git a, b + uncommitted changes; machine n (cpu) · git c"."""
+    commits: dict[str, list[str]] = {}
+    for stamp in stamps:
+        machine, _, sha = stamp.partition(" · git ")
+        commits.setdefault(machine, [])
+        commits[machine] += [sha] if sha not in commits[machine] else []
+    return "; ".join(f"{machine} · git {', '.join(shas)}" for machine, shas in commits.items())
+
+
 def draw_charts(workload: Any, tables: dict[str, pd.DataFrame], stamp: str | None = None) -> dict[str, Any]:
     """Every chart of ``workload`` whose table has data (an all-blank chart says nothing),
     stamped with ``stamp`` (machine and commit) when given."""

@@ -15,8 +15,7 @@ import pandas as pd
 
 from pglimits_core.analysis.decision import matrix_table, workload_cells
 from pglimits_core.analysis.findings import CAPTIONS, findings_section
-from pglimits_core.analysis.outputs import stamp_text
-from pglimits_core.analysis.seed_scoreboard import merged_stamp
+from pglimits_core.analysis.outputs import merged_stamp, stamp_text
 from pglimits_core.config import StudyPaths, current_host_id, results_dir
 from pglimits_core.plotting import html_report
 from pglimits_core.plotting.html_report import Section

@@ -150,7 +150,7 @@ def committed_comparison(profile: str, host: str | None = None) -> tuple[pd.Data
     """The seed comparison's rows from each workload's committed records (on the machine
     ``analysis.readme_results`` picks for it) and the stamp naming their machine(s) and commit(s).
     Tables only, no chart drawn: the rows are the report's, at a fraction of its cost."""
-    from pglimits_core.analysis.outputs import stamp_text
+    from pglimits_core.analysis.outputs import merged_stamp, stamp_text
     from pglimits_core.config import StudyPaths
     from pglimits_core.record.export import committed_host, committed_hosts
     from pglimits_core.record.records import load_records
@@ -168,17 +168,6 @@ def committed_comparison(profile: str, host: str | None = None) -> tuple[pd.Data
             stamps.append(stamp_text(records))
     table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     return table, merged_stamp(stamps)
-
-
-def merged_stamp(stamps: list[str]) -> str:
-    """Each workload's stamp (``outputs.stamp_text``) once, its commits listed after its machine:
-    "machine m (cpu) · git a, b + uncommitted changes; machine n (cpu) · git c"."""
-    commits: dict[str, list[str]] = {}
-    for stamp in stamps:
-        machine, _, sha = stamp.partition(" · git ")
-        commits.setdefault(machine, [])
-        commits[machine] += [sha] if sha not in commits[machine] else []
-    return "; ".join(f"{machine} · git {', '.join(shas)}" for machine, shas in commits.items())
 
 
 def write_committed(profile: str, directory: Path, host: str | None = None) -> list[Path]:

@@ -75,3 +75,19 @@ def test_no_import_runs_up_from_the_core_or_across_workloads():
 ])
 def test_the_rule_itself(source, target, allowed):
     assert (layer_violation(source, target) is None) is allowed
+
+
+def test_importing_what_a_notebook_imports_leaves_matplotlib_s_backend_alone():
+    """A module that picks the Agg backend at import (the scoreboards do, for the command line)
+    must not be reached from a notebook's imports: in a kernel it unhooks the inline backend and
+    every figure then shows as text, not as an image."""
+    import subprocess
+    import sys
+
+    script = ("import matplotlib; from pglimits_core import notebook; from pglimits_core.registry import workloads; "
+              "import pglimits_core.analysis.report; [w.report_sections for w in workloads()]; "
+              "print(matplotlib.get_backend())")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**__import__("os").environ, "MPLBACKEND": "svg"}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().lower() == "svg", f"the backend became {result.stdout.strip()}"

@@ -110,7 +110,7 @@ def test_the_readme_counts_the_classes_under_both_scoreboards():
 
 
 def test_the_stamp_names_each_machine_once_with_every_commit_of_its_records():
-    from pglimits_core.analysis.seed_scoreboard import merged_stamp
+    from pglimits_core.analysis.outputs import merged_stamp
 
     stamps = ["machine box-a (AMD EPYC) · git 0d78e47aaa", "machine box-a (AMD EPYC) · git 0d78e47aaa",
               "machine box-a (AMD EPYC) · git 506dc2eaaa + uncommitted changes", "machine box-b (Intel) · git 1234567aaa"]
