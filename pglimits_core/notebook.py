@@ -4,9 +4,10 @@ Opened by hand, a notebook shows the committed full-profile results of this mach
 nearest machine that has some, and says so) in seconds, measuring nothing; ``measure=True``
 (what ``run_all.py`` and papermill pass) runs the study first and writes its tables and figures.
 
-    view = notebook.open_study("queue", profile="full")   # committed results
-    view.show("throughput")                                # the table, its chart(s) under it
-    view.frame                                             # every run as a tidy DataFrame
+    view = notebook.open_study("queue", profile="full")  # committed results
+    view.show("throughput")        # the table as the report formats it, its chart(s) under it
+    view.tables["throughput"]      # the same table as a DataFrame
+    view.frame                     # every run as a tidy DataFrame
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 from pglimits_core.analysis.outputs import Outputs, build_outputs
 from pglimits_core.analysis.runs import versions_table
 from pglimits_core.config import StudyPaths, current_host_id
+from pglimits_core.plotting.html_report import formatted_table
 from pglimits_core.profiles import load_profile
 from pglimits_core.record.export import committed_host
 from pglimits_core.registry import workload
@@ -41,10 +43,11 @@ class StudyView:
         return self.outputs.tables
 
     def show(self, key: str) -> None:
-        """Table ``key``, then each chart drawn from it."""
-        from IPython.display import display
+        """Table ``key`` formatted as the report shows it, then each chart drawn from it (the raw
+        DataFrame: ``view.tables[key]``)."""
+        from IPython.display import HTML, display
 
-        display(self.outputs.tables.get(key, pd.DataFrame()))
+        display(HTML(formatted_table(self.outputs.tables.get(key, pd.DataFrame()))))
         for figure in self.outputs.charts_of(key):
             display(figure)
 

@@ -7,6 +7,8 @@ planned); never a notebook's outputs, so the report can be rebuilt from ``data/r
 
 from __future__ import annotations
 
+import html
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from pglimits_core.plotting.html_report import Section
 from pglimits_core.record.records import load_records
 from pglimits_core.record.rundir import PARTIAL_SUFFIX
 from pglimits_core.registry import figure_captions
-from pglimits_core.studies.status import require_complete
+from pglimits_core.studies.status import executed_dir, require_complete
 
 GIB = 1024 ** 3
 
@@ -143,10 +145,11 @@ def not_run_table(records: list[dict[str, Any]], runs_root: Path, profile: str) 
               "run": p.name} for p in partial]
     done = {(r["manifest"]["study"], r["manifest"]["params"].get("variant"), r["manifest"]["params"].get("experiment"))
             for r in records if r["manifest"].get("status") == "complete"}
-    reasons, deaths = study_outcomes(runs_root)
+    planned = planned_points(profile)
+    reasons, deaths = study_outcomes(runs_root, planned)
     rows += [{"what": f"{study} {exp} {label}", "status": "missing", "run": "—",
               "why": reasons.get((study, label, exp), NO_OUTCOME_WHY)}
-             for study, label, exp in sorted(planned_points(profile) - done)]
+             for study, label, exp in sorted(planned - done)]
     # a failed point of an experiment whose other points ran (e.g. one listener count of several)
     # is not "missing" by experiment and variant: its outcome entry names it
     rows += [{"what": f"{study} {f['experiment']} {f['variant']}", "status": "failed before its record", "run": "—",
@@ -171,8 +174,10 @@ def outcome_failures(runs_root: Path) -> list[tuple[str, dict]]:
     return [(study, failure) for study in names() for failure in (read_outcome(runs_root, study) or {}).get("failures", [])]
 
 
-def study_outcomes(runs_root: Path) -> tuple[dict[tuple[str, str, str], str], list[tuple[str, dict]]]:
-    """From each study's outcome file: why each failed point failed, and the server deaths."""
+def study_outcomes(runs_root: Path, planned: set[tuple[str, str, str]] = frozenset()
+                   ) -> tuple[dict[tuple[str, str, str], str], list[tuple[str, dict]]]:
+    """From each study's outcome file: why each failed point failed, why a ``planned`` point
+    (study, variant, experiment) its sitting never ran is missing, and the server deaths."""
     from pglimits_core.registry import names
     from pglimits_core.studies.study import read_outcome
 
@@ -180,9 +185,25 @@ def study_outcomes(runs_root: Path) -> tuple[dict[tuple[str, str, str], str], li
     deaths: list[tuple[str, dict]] = []
     for study in names():
         outcome = read_outcome(runs_root, study) or {}
+        timed = {(study, t.get("variant"), t.get("experiment")) for t in outcome.get("timings") or []}
+        reasons.update(unplanned_then(study, timed, planned))  # a failure's own reason, next, wins
         reasons.update({(study, f["variant"], f["experiment"]): f["error"] for f in outcome.get("failures", [])})
         deaths += [(study, death) for death in outcome.get("deaths", [])]
     return reasons, deaths
+
+
+NOT_IN_ITS_PLAN = ("not in the plan of the sitting these records come from (the profile asks for it since): "
+                   "the workload's next sitting measures it")
+
+
+def unplanned_then(study: str, timed: set[tuple[str, str, str]],
+                   planned: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
+    """The planned points of ``study`` its sitting never timed (its outcome times every point it
+    ran, failed or not): a block that predates an experiment says so, rather than reading as a
+    point that failed. Nothing without the sitting's timings (an older outcome file)."""
+    if not timed:
+        return {}
+    return {key: NOT_IN_ITS_PLAN for key in planned if key[0] == study and key not in timed}
 
 
 def flag_points(table: pd.DataFrame) -> pd.DataFrame:
@@ -219,18 +240,40 @@ DECISION_INTRO = ("Each cell faces the best Postgres design with the dedicated s
                   "is decided\").")
 
 
+def notebook_link(notebook: str, profile: str, report: Path, committed: bool) -> str | None:
+    """A paragraph linking the workload's executed notebook, relative to the report: the committed
+    one beside it, or (a report of this machine's run) the one ``run_all.py`` just executed; None
+    when there is none. A committed report links only committed files: the same records, the same page."""
+    candidates = [report.parent / "notebooks" / f"{notebook}.ipynb"]
+    if not committed:
+        candidates.append(executed_dir(profile) / f"{notebook}.ipynb")
+    for path in candidates:
+        if path.is_file():
+            href = html.escape(os.path.relpath(path, report.parent))
+            return (f"The executed notebook, every table with its charts as the sitting drew them: "
+                    f"<a href='{href}'><code>{html.escape(path.name)}</code></a>.")
+    return None
+
+
+def with_notebook_link(sections: list[Section], link: str | None) -> list[Section]:
+    """The workload's sections, the first opening on its executed notebook's link (when there is one)."""
+    if sections and link:
+        sections[0].paragraphs.insert(0, link)
+    return sections
+
+
 def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
-                   tables_dir: str = "", committed: bool = False) -> list[Section]:
+                   tables_dir: str = "", committed: bool = False, report_path: str = "") -> list[Section]:
     """Every section of the report, computed from the profile's run records: per workload of
     the registry its tables and figures (``analysis.outputs``, written once, embedded as written).
     ``committed``: records exported after their sitting finished, whatever this machine's own
-    study status says."""
+    study status says. ``report_path``: where the page goes (its links are relative to it)."""
     from pglimits_core.analysis.outputs import build_outputs
     from pglimits_core.registry import workloads
 
     if not committed:
         require_complete(profile)  # an interrupted or failed study is not presented as a result
-    paths = StudyPaths.for_profile(profile, runs_root, figures_dir, tables_dir)
+    paths = StudyPaths.for_profile(profile, runs_root, figures_dir, tables_dir, report_path)
     records = load_records(None, paths.runs)
     results, reference, comparisons, notes, cells, extended, stamps = [], [], [], [], [], [], []
     for workload in workloads():
@@ -243,7 +286,7 @@ def build_sections(profile: str, runs_root: str = "", figures_dir: str = "",
         if not outputs.records or workload.report_sections is None:
             continue
         shown, kept_for_later = workload.report_sections(outputs.tables, outputs.figure_paths)
-        results += shown
+        results += with_notebook_link(shown, notebook_link(workload.notebook, profile, paths.report, committed))
         reference += kept_for_later
         if workload.seed_comparison is not None:
             comparisons.append(workload.seed_comparison(outputs.tables))
@@ -326,10 +369,12 @@ def write_committed_report(profile: str, host: str) -> Path:
     """One machine's committed report, dated by its newest record rather than the clock: the same
     records give the same page."""
     paths = StudyPaths.committed(profile, host)
-    sections = build_sections(profile, str(paths.runs), str(paths.figures), str(paths.tables), committed=True)
+    sections = build_sections(profile, str(paths.runs), str(paths.figures), str(paths.tables), committed=True,
+                              report_path=str(paths.report))
     newest = max((p.name.split("-")[0] for p in paths.runs.iterdir() if p.is_dir()), default="")
     when = f"{newest[:4]}-{newest[4:6]}-{newest[6:8]} {newest[9:11]}:{newest[11:13]} UTC" if newest else "no record"
-    return write_report(sections, profile, str(paths.report), generated=f"its newest record is from {when}")
+    return write_report(sections, profile, str(paths.report),
+                        generated=f"machine <code>{host}</code>, its newest record from {when}")
 
 
 def section_table(sections: list[Section], title: str) -> pd.DataFrame:

@@ -54,6 +54,25 @@ def tile_words(text: str) -> str:
     return re.sub(r" \([^()]*\)", "", str(text)).split(";")[0].strip()
 
 
+#: characters a tile line holds at its font size, and the lines it has room for above the verdict
+TILE_LINE_CHARS, TILE_LINES = 25, 4
+
+
+def _cut(lines: list[str], room: int) -> list[str]:
+    if len(lines) <= room:
+        return lines
+    kept = lines[:room]
+    return kept[:-1] + [kept[-1][:TILE_LINE_CHARS - 1].rstrip() + "…"] if kept else []
+
+
+def tile_label(scale: str, target: str) -> str:
+    """The scale, then its target from a line of its own, wrapped to the tile's width: the scale
+    (what tells two tiles apart) keeps the lines it needs, the target gets what is left, cut
+    with "…"."""
+    head = _cut(textwrap.wrap(scale, TILE_LINE_CHARS), TILE_LINES)
+    return "\n".join(head + _cut(textwrap.wrap(target, TILE_LINE_CHARS), TILE_LINES - len(head)))
+
+
 def _tile(ax, x: float, y: float, cell: pd.Series) -> None:
     would = indicative(str(cell["verdict"]))
     _, colour = family(would or str(cell["verdict"]))
@@ -63,8 +82,8 @@ def _tile(ax, x: float, y: float, cell: pd.Series) -> None:
     ink = "white" if colour in (POSTGRES, "#c55a11") and not would else "black"
     target = tile_words(cell["target"])
     scale = tile_words(cell["scale"]).removeprefix("capacity, ")  # the target says "held" already
-    label = textwrap.fill(f"{scale} · {'flat out' if target == 'none' else target}", 32)
-    ax.text(x + 0.475, y + 0.6, label, ha="center", va="center", fontsize=7.5, color=ink)
+    label = tile_label(scale, "flat out" if target == "none" else target.split(": ")[0])
+    ax.text(x + 0.475, y + 0.61, label, ha="center", va="center", fontsize=7, color=ink, linespacing=1.1)
     # the verdict's words and ratio on the tile: the colour alone says who, not by how much
     ax.text(x + 0.475, y + 0.18, short_verdict(str(cell["verdict"]), str(cell.get("margin", ""))), ha="center",
             va="center", fontsize=9.5, fontweight="bold", color=ink)

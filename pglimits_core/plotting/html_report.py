@@ -26,6 +26,7 @@ code, pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 figcaption, .caption { font-size: 0.85rem; color: #555; }
 .wide { overflow-x: auto; max-width: 100%; }
+nav.contents { font-size: 0.85rem; line-height: 1.6; }
 details { margin: 0.5rem 0; } .note { background: #fff8e1; padding: 0.5rem 0.8rem; }
 """
 # Fitting a laptop screen (analysis/report_width.py checks it at 1280 px): the page is never wider
@@ -82,9 +83,17 @@ def paletted_png(data: bytes) -> bytes:
 def table_html(caption: str, table: pd.DataFrame) -> str:
     if table is None or table.empty:
         return f"<p class='caption'>{html.escape(caption)}: no data.</p>"
-    body = breakable(readable(table).to_html(index=False, na_rep="—", border=0, escape=True, float_format=_number))
+    body = formatted_table(table)
     # wide tables scroll sideways inside their box instead of widening the whole page
     return f"{caption_html(caption)}\n<div class='wide'>{body}</div>"
+
+
+def formatted_table(table: pd.DataFrame) -> str:
+    """The table as the report shows it (a notebook too): yes / no, "—" for nothing, numbers
+    rounded, column names that may wrap; the values themselves stay in the DataFrame."""
+    if table is None or table.empty:
+        return "<p>no data</p>"
+    return breakable(readable(table).to_html(index=False, na_rep="—", border=0, escape=True, float_format=_number))
 
 
 #: characters of a table caption shown before its method folds away (a sentence, not a page)
@@ -163,8 +172,9 @@ def section_html(section: Section, captions: dict[str, str] | None = None) -> st
 
 
 def contents_html(sections: list[Section]) -> str:
-    items = "".join(f"<li><a href='#{anchor(s.title)}'>{html.escape(s.title)}</a></li>" for s in sections)
-    return f"<nav><h2>Contents</h2><ol>{items}</ol></nav>"
+    """The sections as one paragraph of links: a few lines, so the findings open the first screen."""
+    items = " · ".join(f"<a href='#{anchor(s.title)}'>{html.escape(s.title)}</a>" for s in sections)
+    return f"<nav class='contents'><b>Contents:</b> {items}</nav>"
 
 
 def render(title: str, intro: str, sections: list[Section], captions: dict[str, str] | None = None) -> str:

@@ -16,7 +16,8 @@ closed loop, an empty claim sleeping 1 ms. Every send and every claimed message 
   message whose intended send lies in the phase — claimed in it or after it, up to the drain
   cutoff (so a consumer falling behind cannot leave its slowest messages out); its items are the
   messages claimed inside the phase (their rate, against the producers', is the backlog growth);
-  a message of the window never claimed by the cutoff is ``missed``.
+  a message of the window never claimed by the cutoff is ``missed``; the per-second rows carry its
+  p50 / p99 / max by the second each message was meant to be sent (a long window's time line).
 """
 
 from __future__ import annotations
@@ -223,7 +224,10 @@ class _Tally(PhaseTally):
         """Every claimed message: send → claim by the phase of its intended send, counted by the
         phase (and second) it was claimed in; returns how many were sent in the measured window."""
         for phase, inside in self.phase_masks(intended).items():
-            self.record_many_us("consumer", "claim", "end_to_end", phase, (returned[inside] - intended[inside]) / 1000)
+            waited_us = (returned[inside] - intended[inside]) / 1000
+            self.record_many_us("consumer", "claim", "end_to_end", phase, waited_us)
+            # over time, by the second each message was meant to be sent (a soak's p99 by minute)
+            self.latency_per_second("consumer", "claim", phase, "end_to_end", intended[inside], waited_us)
         for phase, inside in self.phase_masks(returned).items():
             count = self.counts[("consumer", "claim", phase)]
             count["ops"] += int(np.count_nonzero(inside))

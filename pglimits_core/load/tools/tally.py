@@ -74,6 +74,21 @@ class PhaseTally:
         for second, count in zip(seconds.tolist(), counts.tolist(), strict=True):
             self.per_second[(role, op, phase, second)][field] += count
 
+    def latency_per_second(self, role: str, op: str, phase: str, kind: str, ns: np.ndarray,
+                           values_us: np.ndarray) -> None:
+        """Per second of ``ns`` (each value's own instant, all in ``phase``): ``<kind>_p50_us``,
+        ``_p99_us``, ``_max_us`` and ``_count`` of ``values_us`` in its per-second row, as
+        ``record.timeseries`` names them — a long window's latency over time."""
+        if len(ns) == 0:
+            return
+        by_second = pd.Series(values_us).groupby(np.floor_divide(ns, 1e9).astype(np.int64))
+        quantiles = by_second.quantile([0.5, 0.99]).unstack()
+        for second, p50, p99, most, count in zip(quantiles.index.tolist(), quantiles[0.5], quantiles[0.99],
+                                                 by_second.max(), by_second.size(), strict=True):
+            self.per_second[(role, op, phase, int(second))].update(
+                {f"{kind}_p50_us": float(p50), f"{kind}_p99_us": float(p99), f"{kind}_max_us": float(most),
+                 f"{kind}_count": int(count)})
+
     def open_loop_sends(self, role: str, op: str, intended: np.ndarray, began: np.ndarray, done: np.ndarray) -> None:
         """``open_loop_send`` of every row of the three arrays (ns)."""
         for phase, inside in self.phase_masks(intended).items():

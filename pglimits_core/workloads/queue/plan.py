@@ -3,8 +3,8 @@
 Repetitions are rounds over every variant (drift on the shared box spreads over all systems);
 then the capacity experiment (``capacity.py``: per design its ceiling and the rate holding each
 target), the placement check and the harness benchmark (``harness_points.py``: harness and C tool
-back to back), then the consumer-crash drills (after the sweeps, whose records they
-must not disturb), then the backup/restore drills (they back up the live servers, so they come
+back to back), the soak (``soak.py``: ceilings from deep backlogs, then minutes at half of one),
+then the consumer-crash drills (after the sweeps, whose records they must not disturb), then the backup/restore drills (they back up the live servers, so they come
 before the crash drills), then the server crash drills last: they kill the servers the others measured.
 The report's "what could not be run" reads this same plan.
 """
@@ -32,11 +32,13 @@ from pglimits_core.workloads.queue.points import (
 )
 from pglimits_core.workloads.queue.prefill_size import PROBED, PrefillSizer
 from pglimits_core.workloads.queue.qload_points import qload_point
+from pglimits_core.workloads.queue.soak import soak_points
 
 #: the experiment of the source studies' latency claims at their rates, over steady windows
 MATCHED = "matched"
 
-SWEEPS = ("throughput", "steady", "latency", "matched", "consumer_crash", "harness_bench", "capacity", "placement_check")
+SWEEPS = ("throughput", "steady", "latency", "matched", "consumer_crash", "harness_bench", "capacity", "placement_check",
+          "soak")
 
 
 def plan(section: Any, profile: Any) -> list[Point]:
@@ -53,6 +55,7 @@ def plan(section: Any, profile: Any) -> list[Point]:
                               queue_designs(section.capacity, variants))
     points += placement_points(section.placement_check, variants)
     points += harness_bench_points(section.harness_bench, variants)
+    points += soak_points(section.soak, variants)
     points += consumer_crash_points(section.consumer_crash, variants)
     points += backup_points(section.backup, variants)
     return points + recovery_points(section.recovery, variants)

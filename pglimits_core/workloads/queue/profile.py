@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
 from pglimits_core.profiles import CapacitySpec, ForVariants, Strict
 
@@ -194,6 +194,25 @@ class PlacementCheck(ForVariants):
     prefill: PositiveInt = 400_000
 
 
+class Soak(ForVariants):
+    """``soak:`` the queue over time and at depth (``soak.py``), per variant named (each a system
+    with a capacity tool: pgbench runs a Postgres design, qload a Redis one): its ceiling from
+    each backlog of ``depths`` (``clients`` consumers flat out, ``ceiling_warmup_s`` + ``ceiling_s``),
+    then ``duration_s`` of the open-loop load at ``share`` of the ceiling from the first depth, on
+    an empty queue — send → claim p99, dead tuples, table and index size, autovacuum runs and
+    checkpoints second by second."""
+
+    depths: list[PositiveInt] = Field(min_length=1)
+    clients: PositiveInt = 8
+    ceiling_s: PositiveInt = 30
+    ceiling_warmup_s: NonNegativeInt = 5
+    share: float = Field(0.5, gt=0, le=1)
+    duration_s: PositiveFloat
+    warmup_s: NonNegativeFloat = 10
+    producers: PositiveInt = 4
+    consumers: PositiveInt = 4
+
+
 class QueueProfile(Strict):
     variants: list[dict[str, Any]] = Field(min_length=1)
     repetitions: PositiveInt = 1
@@ -208,3 +227,4 @@ class QueueProfile(Strict):
     capacity: QueueCapacity | None = None
     #: the ceilings again with everything on every core: what placement changes
     placement_check: PlacementCheck | None = None
+    soak: Soak | None = None

@@ -53,6 +53,15 @@ CAPTIONS = {"throughput": "Throughput per consumer count (closed-loop burn-down,
             "consumer_crash": CONSUMER_CRASH_CAPTION,
             "backup": BACKUP_CAPTION,
             "harness_bench": HARNESS_BENCH_CAPTION,
+            "soak": "The queue held for minutes at a share of its ceiling (the ceiling from the first backlog "
+                    "depth, same window): send → claim p99 over the window, in its first and last minute (median "
+                    "of the per-second p99s, by each message's intended send) and its worst second; the queue "
+                    "table's most dead tuples, its size with indexes at the start and end (MiB), autovacuum runs "
+                    "and checkpoints while it ran; Redis's memory. The open loop's producers at a fixed rate, "
+                    "consumers closed loop, starting from an empty queue",
+            "depth": "Ceiling against backlog depth: consumers flat out (pgbench running a Postgres design's "
+                     "own statements, qload's burn-down for Redis) from a prefilled, settled backlog; "
+                     "left_in_queue = the depth the window left (a burn-down empties what it claims)",
             "fairness": "Fairness: how evenly the consumers shared the acknowledged messages, per run (warm-up and "
                         "window): Jain's index (1 = equal shares, 1/n = one consumer did everything) and the "
                         "least / most a consumer did as a share of the mean; medians over the runs. Batched claims "
@@ -63,7 +72,9 @@ REFERENCE_CAPTIONS = {
                  "beside idle_polls_per_s and idle_polls_per_msg. SQLite busy waits are summed over the load "
                  "workers.",
     "recovery_drills": "Every crash drill (one row per drill)",
-    "backup_drills": "Every backup/restore drill (one row per drill)"}
+    "backup_drills": "Every backup/restore drill (one row per drill)",
+    "soak_series": "The soak's time line: per design and 30-s bucket, the median and worst per-second p99, "
+                   "claims/s, and the queue table's dead tuples and size at the bucket's end"}
 
 
 SEED_NOTES = ["Queue: <b>both sides from one durability class</b> (one row per class measured on both sides; e.g. SQLite <code>synchronous=FULL</code> "

@@ -72,6 +72,7 @@ def queue_run_columns(manifest: dict) -> dict:
             "producers": params.get("producers"), "rate": params.get("rate"),
             "lost": outcome.get("lost"), "duplicates": outcome.get("duplicates"),
             "produced": outcome.get("produced"), "left_after_run": outcome.get("drained_after"),
+            "left_in_queue": outcome.get("left_after_run"),  # the depth a run left (a burn-down's, a soak's)
             **_worker_busy(outcome), **consumer_fairness(outcome.get("consumer_acks"))}
 
 

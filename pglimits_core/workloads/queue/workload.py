@@ -16,6 +16,8 @@ from pglimits_core.workloads.queue.profile import QueueProfile
 from pglimits_core.workloads.queue.readme import readme_lines
 from pglimits_core.workloads.queue.report import SEED_NOTES, queue_sections
 from pglimits_core.workloads.queue.seed import comparison_table
+from pglimits_core.workloads.queue.soak_charts import depth_chart, soak_chart
+from pglimits_core.workloads.queue.soak_tables import soak_tables
 from pglimits_core.workloads.queue.tables import all_tables, queue_frame
 
 
@@ -30,8 +32,8 @@ def queue_capacity_chart(table):
 
 
 def queue_tables(frame):
-    """Every queue table, the backup/restore drill's included."""
-    return {**all_tables(frame), **backup_tables(frame)}
+    """Every queue table, the backup/restore drill's and the soak's included."""
+    return {**all_tables(frame), **backup_tables(frame), **soak_tables(frame)}
 
 
 WORKLOAD = Workload(
@@ -54,6 +56,10 @@ WORKLOAD = Workload(
                   caption="Dead tuples in the queue table second by second while it churns: a line that climbs and does not come back down is vacuum falling behind the deletes."),
             Chart("recovery_drills", "queue-recovery", figures.recovery_chart, "recovery_s",
                   caption="After a SIGKILL of the server: seconds from the restart call to the first answered claim against the WAL it had to replay, one point per drill; colour is the engine, marker the durability class."),
+            Chart("soak_series", "queue-soak", soak_chart, "p99_ms", under="soak",
+                  caption="Each design held at a share of its ceiling for minutes, on one time line: send → claim p99 (the median of each 30 s's per-second p99s; faint, the worst second), and for the Postgres designs the queue table's dead tuples and size — a p99 or a size that climbs and stays up is the queue decaying, a saw-tooth is autovacuum keeping up."),
+            Chart("depth", "queue-depth", depth_chart, "jobs_per_s",
+                  caption="Each design's ceiling, consumers flat out, against the backlog its window started from: a line that falls as the backlog grows means a deep table costs claims; a flat one means depth does not matter at these sizes."),
             Chart("backup", "queue-backup", backup_chart, "backup_s",
                   caption="Backup and restore drills per design: the time to back up and the time from the restore to the first claim, median with the spread over drills; a time not recorded is named, not drawn as zero.")),
     report_sections=queue_sections,

@@ -21,7 +21,8 @@ WRITES_CAPTION = (
     "overlap@10), at the end of the writes run and after the cleanup: GIN ranked by `ts_rank` uses no corpus "
     "statistics, so its answers cannot move; BM25's statistics count deleted documents until a merge, so the "
     "engines' and pg_search's scores, and tied orders, can — a changed answer, not necessarily a worse one. p99 "
-    "from the intended start per phase; `write_p99_ms` a write's own time; `writes_sustained`: ≥ 95 % of the "
+    "from the intended start per phase; `write_p99_ms` a write's own time, `write_p99_from_intended_ms` from its "
+    "scheduled start (a writer that fell behind waits in it); `writes_sustained`: ≥ 95 % of the "
     "offered rate achieved; `load_cpu_pct_writing`: the load's core busy while writing (100: saturated); "
     "dead versions as each counts them (Postgres `n_dead_tup`; the engines: deleted "
     "documents)")

@@ -19,7 +19,8 @@ WRITES_CAPTION = (
     "only past its `deleted_threshold`). Recall before the writes, at the end of the writes run (`after_s` after "
     "the writes stopped, each engine left to its background upkeep: Postgres's autovacuum does not start below a "
     "fifth of the table dead) and after the cleanup. p99 from the intended start per phase; `write_p99_ms` a "
-    "write's own time (a commit, an acknowledged upsert); `writes_sustained`: the writers achieved ≥ 95 % of the "
+    "write's own time (a commit, an acknowledged upsert), `write_p99_from_intended_ms` from its scheduled start "
+    "(a writer that fell behind waits in it); `writes_sustained`: the writers achieved ≥ 95 % of the "
     "offered rate; `load_cpu_pct_writing`: the load's core busy while writing (100: saturated, a client effect); "
     "dead versions as each system counts them (Postgres `n_dead_tup`, and `versions_made_dead`, the `n_tup_del` delta; Qdrant: deleted vectors in its segments)")
 

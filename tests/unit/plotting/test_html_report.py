@@ -15,7 +15,7 @@ def test_contents_link_every_section_and_long_tables_fold():
                                  Section("What could not be run, and why")])
     assert "<a href='#s-queue-headline'>Queue: headline</a>" in page
     assert "<section id='s-what-could-not-be-run-and-why'>" in page
-    assert page.index("<nav>") < page.index("<section")
+    assert page.index("<nav") < page.index("<section")
     assert f"<summary>long one ({FOLD_ROWS + 1} rows)</summary>" in page
     assert "<summary>short one" not in page and page.count("<table") == 2
 
@@ -68,3 +68,23 @@ def test_a_long_table_caption_shows_its_first_sentence_and_folds_the_method():
     assert said.startswith("<p class='caption'><b>Capacity per design.</b></p>")
     assert "<summary>how</summary>Each point" in said and len(method) > CAPTION_CHARS
     assert caption_html("Short one. Still short.") == "<p class='caption'><b>Short one. Still short.</b></p>"
+
+
+def test_a_notebook_shows_a_table_formatted_as_the_report_does(monkeypatch):
+    """``view.show`` displays the report's formatting (yes / no, "—", rounded numbers), not the
+    raw frame's True / None / NaN; ``view.tables`` keeps the values."""
+    import IPython.display
+
+    from pglimits_core.analysis.outputs import Outputs
+    from pglimits_core.notebook import StudyView
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    table = pd.DataFrame({"sustained": [True, False], "p99_ms": [1.23456, float("nan")], "note": [None, "x"]})
+    workload = type("W", (), {"charts": []})()
+    view = StudyView(Outputs(workload, [], pd.DataFrame(), {"latency": table}), paths=None, source="test")
+    view.show("latency")
+    page = shown[0].data
+    assert "<td>yes</td>" in page and "<td>no</td>" in page and "<td>1.23</td>" in page and "<td>—</td>" in page
+    assert "True" not in page and "None" not in page and "nan" not in page.lower()
+    assert view.tables["latency"]["sustained"].tolist() == [True, False]

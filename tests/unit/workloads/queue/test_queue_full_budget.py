@@ -12,7 +12,7 @@ from pglimits_core.workloads.queue.prefill_size import FLOOR, SAFETY, PrefillSiz
 
 #: points per experiment of the full plan (3 repetitions where the experiment repeats)
 DESIGNED = {"throughput": 109, "latency": 51, "steady": 18, "recovery": 20, "consumer_crash": 10, "backup": 6,
-            "harness_bench": 4, "capacity": 12, "placement": 4, "matched": 30}
+            "harness_bench": 4, "capacity": 12, "placement": 4, "matched": 30, "depth": 6, "soak": 3}
 
 
 def full_points():
@@ -89,3 +89,13 @@ def test_the_source_studies_peak_figures_are_ceilings_alone_and_their_latency_cl
         "pg_skiplocked batch=10", "redis_reliable appendfsync=always batch=10 pipeline=10",
         "sqlite_wal batch=1 synchronous=full", "pgmq batch=1", "sqlite_wal batch=1",
         "pg_skiplocked batch=1 synchronous_commit=off"}
+
+
+def test_the_soak_holds_each_compared_design_after_its_depths_and_at_half_its_first_ceiling():
+    """Three designs (the per-commit, at-least-once ones a capacity cell sets face to face), each
+    its 1M and 5M depths then 15 min: 45 min of soak, the budget's largest single block."""
+    points = [p for p in full_points() if p.experiment in ("depth", "soak")]
+    assert [(p.experiment, p.params.get("depth")) for p in points[:3]] == [
+        ("depth", 1_000_000), ("depth", 5_000_000), ("soak", None)]
+    soaks = [p for p in points if p.experiment == "soak"]
+    assert sum(p.params["duration_s"] for p in soaks) == 2700 and {p.params["share"] for p in soaks} == {0.5}
